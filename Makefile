@@ -1,0 +1,62 @@
+# torch-pjrt: `make demo` and `make test` set everything up on a fresh machine.
+# The C core (src/) builds alone into build/libtpj.a with its own unit tests;
+# the Python extension links that archive.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+PJRT_DIR = $(shell $(PY) -c "import os, xla_plugins.xla_cpu_pjrt as m; print(os.path.dirname(m.__file__))" 2>/dev/null)
+PJRT_INCLUDE ?= $(PJRT_DIR)/include
+PJRT_PLUGIN ?= $(PJRT_DIR)/xla_cpu_pjrt.so
+
+CC ?= gcc
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -Isrc -I$(PJRT_INCLUDE)
+LDLIBS := -ldl -lpthread
+
+CORE_SRC := $(sort $(wildcard src/*/*.c))
+CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
+CTEST_SRC := $(sort $(wildcard tests/c/*.c))
+
+.PHONY: all setup lib ctest pytest test demo bench clean coverage
+
+all: lib
+
+$(VENV)/.stamp-deps: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0 xla-cpu-pjrt pytest numpy setuptools wheel
+	touch $@
+
+setup: $(VENV)/.stamp-deps lib
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+
+build/obj/%.o: src/%.c $(wildcard src/*/*.h) | $(VENV)/.stamp-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/libtpj.a: $(CORE_OBJ)
+	@mkdir -p build
+	ar rcs $@ $^
+
+lib: build/libtpj.a
+
+build/ctest: $(CTEST_SRC) build/libtpj.a $(wildcard tests/c/*.h)
+	$(CC) $(CFLAGS) -Itests/c $(CTEST_SRC) build/libtpj.a $(LDLIBS) -o $@
+
+ctest: build/ctest
+	TORCH_PJRT_PLUGIN=$(PJRT_PLUGIN) ./build/ctest
+
+pytest: setup
+	$(PY) -m pytest -q tests/python
+
+test: setup ctest pytest
+
+demo: setup
+	$(PY) examples/demo.py
+
+bench: setup
+	$(PY) bench/eager_ops.py
+
+clean:
+	rm -rf build python/torch_pjrt/*.so *.egg-info python/*.egg-info

@@ -1,0 +1,43 @@
+/* base/dtype: the dense element types the core knows, with their sizes and
+ * StableHLO spellings. The numbering is ours; csrc/ maps c10::ScalarType to it
+ * and rt/ maps it to PJRT_Buffer_Type. */
+#ifndef TPJ_BASE_DTYPE_H_
+#define TPJ_BASE_DTYPE_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  TPJ_DTYPE_INVALID = 0,
+  TPJ_BOOL,
+  TPJ_U8,
+  TPJ_I8,
+  TPJ_I16,
+  TPJ_I32,
+  TPJ_I64,
+  TPJ_F16,
+  TPJ_BF16,
+  TPJ_F32,
+  TPJ_F64,
+  TPJ_C64,
+  TPJ_C128,
+  TPJ_DTYPE_COUNT
+} tpj_dtype_t;
+
+/* Bytes per element; 0 for TPJ_DTYPE_INVALID. */
+size_t tpj_dtype_size(tpj_dtype_t dt);
+/* StableHLO element type, e.g. "f32", "i1", "ui8", "complex<f32>". */
+const char* tpj_dtype_hlo_name(tpj_dtype_t dt);
+/* PyTorch-style name, e.g. "float32", for error messages. */
+const char* tpj_dtype_name(tpj_dtype_t dt);
+int tpj_dtype_is_float(tpj_dtype_t dt);   /* f16, bf16, f32, f64 */
+int tpj_dtype_is_complex(tpj_dtype_t dt);
+int tpj_dtype_is_int(tpj_dtype_t dt);     /* u8..i64, not bool */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPJ_BASE_DTYPE_H_ */

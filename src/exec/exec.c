@@ -1,0 +1,275 @@
+#include "exec/exec.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/strbuf.h"
+
+typedef struct tpj_exec_entry {
+  uint64_t hash;
+  char* key;               /* owned, key_len bytes */
+  size_t key_len;
+  tpj_rt_exe_t* exe;       /* owned */
+  struct tpj_exec_entry* prev;  /* LRU list, most recent first */
+  struct tpj_exec_entry* next;
+  struct tpj_exec_entry* chain; /* hash bucket */
+} tpj_exec_entry_t;
+
+struct tpj_exec {
+  tpj_rt_t* rt;
+  int capacity;
+  int size;
+  int nbuckets;
+  tpj_exec_entry_t** buckets;
+  tpj_exec_entry_t* head;
+  tpj_exec_entry_t* tail;
+  pthread_mutex_t mu;
+  tpj_exec_metrics_t m;
+};
+
+tpj_status_t tpj_exec_create(tpj_rt_t* rt, int capacity, tpj_exec_t** out) {
+  *out = NULL;
+  tpj_exec_t* ex = (tpj_exec_t*)calloc(1, sizeof(*ex));
+  if (!ex) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  ex->rt = rt;
+  ex->capacity = capacity < 1 ? 1 : capacity;
+  ex->nbuckets = 1;
+  while (ex->nbuckets < 2 * ex->capacity) ex->nbuckets *= 2;
+  ex->buckets = (tpj_exec_entry_t**)calloc((size_t)ex->nbuckets, sizeof(void*));
+  if (!ex->buckets) {
+    free(ex);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  pthread_mutex_init(&ex->mu, NULL);
+  *out = ex;
+  return NULL;
+}
+
+static void tpj_exec_entry_free(tpj_exec_entry_t* e) {
+  tpj_rt_exe_release(e->exe);
+  free(e->key);
+  free(e);
+}
+
+void tpj_exec_destroy(tpj_exec_t* ex) {
+  if (!ex) return;
+  tpj_exec_entry_t* e = ex->head;
+  while (e) {
+    tpj_exec_entry_t* n = e->next;
+    tpj_exec_entry_free(e);
+    e = n;
+  }
+  free(ex->buckets);
+  pthread_mutex_destroy(&ex->mu);
+  free(ex);
+}
+
+/* The signature: everything that changes the program, nothing that only
+ * changes values. */
+static void tpj_exec_key(tpj_strbuf_t* k, const char* op, const tpj_exec_arg_t* args,
+                         int nargs, const int64_t* attrs, int nattrs,
+                         const tpj_rt_shape_t* outs, int nouts) {
+  tpj_strbuf_puts(k, op);
+  for (int i = 0; i < nargs; ++i) {
+    const tpj_rt_buffer_t* bf = args[i].buf;
+    tpj_strbuf_printf(k, "|b%d:", (int)bf->dtype);
+    for (int d = 0; d < bf->ndim; ++d) tpj_strbuf_printf(k, "%lld,", (long long)bf->dims[d]);
+    if (args[i].has_view) {
+      const tpj_view_t* v = &args[i].view;
+      tpj_strbuf_printf(k, "v%d@%lld:", (int)v->dtype, (long long)v->offset);
+      for (int d = 0; d < v->ndim; ++d)
+        tpj_strbuf_printf(k, "%lld/%lld,", (long long)v->sizes[d], (long long)v->strides[d]);
+    }
+  }
+  tpj_strbuf_puts(k, "|a");
+  for (int i = 0; i < nattrs; ++i) tpj_strbuf_printf(k, "%lld,", (long long)attrs[i]);
+  for (int i = 0; i < nouts; ++i) {
+    tpj_strbuf_printf(k, "|o%d:", (int)outs[i].dtype);
+    for (int d = 0; d < outs[i].ndim; ++d) tpj_strbuf_printf(k, "%lld,", (long long)outs[i].dims[d]);
+  }
+}
+
+static tpj_status_t tpj_exec_lower(const char* op_name, const tpj_exec_arg_t* args, int nargs,
+                                   const int64_t* attrs, int nattrs,
+                                   const tpj_rt_shape_t* out_shapes, int nouts,
+                                   tpj_strbuf_t* text) {
+  const tpj_op_def_t* def = tpj_ops_lookup(op_name);
+  if (!def) return tpj_status_make(TPJ_UNIMPLEMENTED, "%s has no lowering", op_name);
+  if (nargs > TPJ_OP_MAX_IN || nattrs > TPJ_OP_MAX_ATTRS || nouts > TPJ_OP_MAX_OUT)
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "%s: too many operands", op_name);
+  tpj_hlo_builder_t b;
+  tpj_hlo_builder_init(&b);
+  tpj_op_ctx_t ctx;
+  memset(&ctx, 0, sizeof(ctx));
+  ctx.b = &b;
+  ctx.nin = nargs;
+  for (int i = 0; i < nargs; ++i) {
+    const tpj_rt_buffer_t* bf = args[i].buf;
+    tpj_hlo_value_t a = tpj_hlo_arg(&b, bf->dtype, bf->dims, bf->ndim);
+    ctx.in[i] = args[i].has_view ? tpj_view_emit_read(&b, a, &args[i].view) : a;
+  }
+  ctx.nattrs = nattrs;
+  for (int i = 0; i < nattrs; ++i) ctx.attrs[i] = attrs[i];
+  ctx.nouts = nouts;
+  for (int i = 0; i < nouts; ++i) ctx.outs[i] = out_shapes[i];
+  tpj_hlo_value_t results[TPJ_OP_MAX_OUT];
+  for (int i = 0; i < nouts; ++i) results[i].id = -1;
+  def->lower(&ctx, results);
+  /* the lowering must produce exactly the types PyTorch expects */
+  for (int i = 0; i < nouts && tpj_hlo_ok(&b); ++i) {
+    const tpj_rt_shape_t* o = &out_shapes[i];
+    int same = results[i].id >= 0 && results[i].dtype == o->dtype && results[i].ndim == o->ndim;
+    for (int d = 0; same && d < o->ndim; ++d) same = results[i].dims[d] == o->dims[d];
+    if (!same)
+      tpj_hlo_fail(&b, tpj_status_make(TPJ_INTERNAL,
+                                       "lowering of %s produced the wrong type for output %d",
+                                       op_name, i));
+  }
+  tpj_status_t s = tpj_hlo_finish(&b, results, nouts, text);
+  tpj_hlo_builder_free(&b);
+  return s ? tpj_status_annotate(s, "%s", op_name) : NULL;
+}
+
+tpj_status_t tpj_exec_lower_text(const char* op_name, const tpj_exec_arg_t* args, int nargs,
+                                 const int64_t* attrs, int nattrs,
+                                 const tpj_rt_shape_t* out_shapes, int nouts, char** out_text) {
+  *out_text = NULL;
+  tpj_strbuf_t text;
+  tpj_strbuf_init(&text);
+  tpj_status_t s = tpj_exec_lower(op_name, args, nargs, attrs, nattrs, out_shapes, nouts, &text);
+  if (!s) {
+    *out_text = text.data;
+    text.data = NULL;
+  }
+  tpj_strbuf_free(&text);
+  return s;
+}
+
+static void tpj_exec_unlink(tpj_exec_t* ex, tpj_exec_entry_t* e) {
+  if (e->prev) e->prev->next = e->next;
+  else ex->head = e->next;
+  if (e->next) e->next->prev = e->prev;
+  else ex->tail = e->prev;
+  e->prev = e->next = NULL;
+}
+
+static void tpj_exec_push_front(tpj_exec_t* ex, tpj_exec_entry_t* e) {
+  e->prev = NULL;
+  e->next = ex->head;
+  if (ex->head) ex->head->prev = e;
+  ex->head = e;
+  if (!ex->tail) ex->tail = e;
+}
+
+static void tpj_exec_unchain(tpj_exec_t* ex, tpj_exec_entry_t* e) {
+  tpj_exec_entry_t** p = &ex->buckets[e->hash & (uint64_t)(ex->nbuckets - 1)];
+  while (*p && *p != e) p = &(*p)->chain;
+  if (*p) *p = e->chain;
+}
+
+/* Returns the executable for key, retained in the cache; with mu held. */
+static tpj_exec_entry_t* tpj_exec_find_locked(tpj_exec_t* ex, uint64_t h, const char* key,
+                                              size_t len) {
+  for (tpj_exec_entry_t* e = ex->buckets[h & (uint64_t)(ex->nbuckets - 1)]; e; e = e->chain)
+    if (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0) return e;
+  return NULL;
+}
+
+static double tpj_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
+                          const tpj_exec_arg_t* args, int nargs, const int64_t* attrs,
+                          int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
+                          tpj_rt_buffer_t** outs) {
+  if (nargs > TPJ_OP_MAX_IN || nouts > TPJ_OP_MAX_OUT || nattrs > TPJ_OP_MAX_ATTRS)
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "%s: too many operands", op_name);
+  for (int i = 0; i < nargs; ++i) {
+    if (!args[i].buf)
+      return tpj_status_make(TPJ_INTERNAL, "%s: operand %d has no buffer", op_name, i);
+    if (args[i].buf->device != device)
+      return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                             "%s: operand %d is on tpu:%d but the op runs on tpu:%d", op_name, i,
+                             args[i].buf->device, device);
+  }
+  tpj_strbuf_t key;
+  tpj_strbuf_init(&key);
+  tpj_exec_key(&key, op_name, args, nargs, attrs, nattrs, out_shapes, nouts);
+  TPJ_RETURN_IF_ERROR(tpj_strbuf_status(&key));
+  uint64_t h = tpj_hash_bytes(key.data, key.len, TPJ_HASH_SEED);
+
+  /* The executable stays valid while we run it: eviction only happens under
+   * mu, and we hold mu across the launch (PJRT's Execute does not block on
+   * the computation). */
+  pthread_mutex_lock(&ex->mu);
+  tpj_exec_entry_t* e = tpj_exec_find_locked(ex, h, key.data, key.len);
+  tpj_status_t s = NULL;
+  if (e) {
+    ex->m.cache_hits++;
+    tpj_exec_unlink(ex, e);
+    tpj_exec_push_front(ex, e);
+  } else {
+    ex->m.cache_misses++;
+    tpj_strbuf_t text;
+    tpj_strbuf_init(&text);
+    s = tpj_exec_lower(op_name, args, nargs, attrs, nattrs, out_shapes, nouts, &text);
+    tpj_rt_exe_t* exe = NULL;
+    if (!s) {
+      double t0 = tpj_now();
+      s = tpj_rt_compile(ex->rt, text.data, text.len, &exe);
+      ex->m.compile_seconds += tpj_now() - t0;
+      ex->m.compiles++;
+      if (s) s = tpj_status_annotate(s, "%s", op_name);
+    }
+    tpj_strbuf_free(&text);
+    if (!s) {
+      e = (tpj_exec_entry_t*)calloc(1, sizeof(*e));
+      if (!e) {
+        tpj_rt_exe_release(exe);
+        s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+      } else {
+        e->hash = h;
+        e->exe = exe;
+        e->key = key.data;
+        e->key_len = key.len;
+        key.data = NULL;
+        tpj_exec_entry_t** bucket = &ex->buckets[h & (uint64_t)(ex->nbuckets - 1)];
+        e->chain = *bucket;
+        *bucket = e;
+        tpj_exec_push_front(ex, e);
+        ex->size++;
+        while (ex->size > ex->capacity && ex->tail != e) {
+          tpj_exec_entry_t* old = ex->tail;
+          tpj_exec_unlink(ex, old);
+          tpj_exec_unchain(ex, old);
+          tpj_exec_entry_free(old);
+          ex->size--;
+          ex->m.evictions++;
+        }
+      }
+    }
+  }
+  if (!s) {
+    tpj_rt_buffer_t* bufs[TPJ_OP_MAX_IN];
+    for (int i = 0; i < nargs; ++i) bufs[i] = args[i].buf;
+    s = tpj_rt_execute(ex->rt, e->exe, device, bufs, (size_t)nargs, out_shapes, (size_t)nouts,
+                       outs, op_name);
+    ex->m.executions++;
+  }
+  pthread_mutex_unlock(&ex->mu);
+  tpj_strbuf_free(&key);
+  return s;
+}
+
+void tpj_exec_get_metrics(tpj_exec_t* ex, tpj_exec_metrics_t* out) {
+  pthread_mutex_lock(&ex->mu);
+  *out = ex->m;
+  pthread_mutex_unlock(&ex->mu);
+}
+
+int tpj_exec_cache_size(tpj_exec_t* ex) { return ex->size; }

@@ -1,0 +1,452 @@
+#include "hlo/builder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const tpj_hlo_value_t kInvalid = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}};
+
+void tpj_hlo_builder_init(tpj_hlo_builder_t* b) {
+  memset(b, 0, sizeof(*b));
+  tpj_strbuf_init(&b->body);
+}
+
+void tpj_hlo_builder_free(tpj_hlo_builder_t* b) {
+  tpj_strbuf_free(&b->body);
+  tpj_status_free(b->status);
+  b->status = NULL;
+}
+
+void tpj_hlo_fail(tpj_hlo_builder_t* b, tpj_status_t s) {
+  if (!s) return;
+  if (b->status) tpj_status_free(s);
+  else b->status = s;
+}
+
+int tpj_hlo_ok(const tpj_hlo_builder_t* b) { return b->status == NULL; }
+
+int64_t tpj_hlo_numel(const tpj_hlo_value_t* v) {
+  int64_t n = 1;
+  for (int i = 0; i < v->ndim; ++i) n *= v->dims[i];
+  return n;
+}
+
+void tpj_hlo_print_type(tpj_strbuf_t* sb, tpj_dtype_t dt, const int64_t* dims, int ndim) {
+  tpj_strbuf_puts(sb, "tensor<");
+  for (int i = 0; i < ndim; ++i) tpj_strbuf_printf(sb, "%lldx", (long long)dims[i]);
+  tpj_strbuf_puts(sb, tpj_dtype_hlo_name(dt));
+  tpj_strbuf_puts(sb, ">");
+}
+
+static void tpj_hlo_print_value_type(tpj_strbuf_t* sb, const tpj_hlo_value_t* v) {
+  tpj_hlo_print_type(sb, v->dtype, v->dims, v->ndim);
+}
+
+static void tpj_hlo_print_ref(tpj_strbuf_t* sb, const tpj_hlo_value_t* v) {
+  tpj_strbuf_printf(sb, v->is_arg ? "%%arg%d" : "%%v%d", v->id);
+}
+
+static void tpj_hlo_print_i64_array(tpj_strbuf_t* sb, const int64_t* a, int n) {
+  tpj_strbuf_puts(sb, "array<i64");
+  for (int i = 0; i < n; ++i) tpj_strbuf_printf(sb, "%s %lld", i ? "," : ":", (long long)a[i]);
+  tpj_strbuf_puts(sb, ">");
+}
+
+static int tpj_hlo_check_valid(tpj_hlo_builder_t* b, const tpj_hlo_value_t* v) {
+  if (b->status) return 0;
+  if (v->id < 0) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "use of an invalid HLO value"));
+    return 0;
+  }
+  return 1;
+}
+
+static int tpj_hlo_check_dims(tpj_hlo_builder_t* b, const int64_t* dims, int ndim) {
+  if (ndim < 0 || ndim > TPJ_MAX_DIMS) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_UNIMPLEMENTED, "rank %d exceeds the maximum %d", ndim,
+                                    TPJ_MAX_DIMS));
+    return 0;
+  }
+  for (int i = 0; i < ndim; ++i) {
+    if (dims[i] < 0) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "negative dimension %lld",
+                                      (long long)dims[i]));
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static tpj_hlo_value_t tpj_hlo_new_value(tpj_hlo_builder_t* b, tpj_dtype_t dt,
+                                         const int64_t* dims, int ndim) {
+  tpj_hlo_value_t v;
+  memset(&v, 0, sizeof(v));
+  v.id = b->next_id++;
+  v.dtype = dt;
+  v.ndim = ndim;
+  for (int i = 0; i < ndim; ++i) v.dims[i] = dims[i];
+  return v;
+}
+
+/* Writes `%vN = "name"(operands...)` up to the attribute dictionary. */
+static void tpj_hlo_begin_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r, const char* name,
+                             const tpj_hlo_value_t* const* ops, int nops) {
+  tpj_strbuf_t* sb = &b->body;
+  tpj_strbuf_puts(sb, "    ");
+  tpj_hlo_print_ref(sb, r);
+  tpj_strbuf_printf(sb, " = \"%s\"(", name);
+  for (int i = 0; i < nops; ++i) {
+    if (i) tpj_strbuf_puts(sb, ", ");
+    tpj_hlo_print_ref(sb, ops[i]);
+  }
+  tpj_strbuf_puts(sb, ")");
+}
+
+/* Writes ` : (types) -> type` and the newline. */
+static void tpj_hlo_end_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r,
+                           const tpj_hlo_value_t* const* ops, int nops) {
+  tpj_strbuf_t* sb = &b->body;
+  tpj_strbuf_puts(sb, " : (");
+  for (int i = 0; i < nops; ++i) {
+    if (i) tpj_strbuf_puts(sb, ", ");
+    tpj_hlo_print_value_type(sb, ops[i]);
+  }
+  tpj_strbuf_puts(sb, ") -> ");
+  tpj_hlo_print_value_type(sb, r);
+  tpj_strbuf_puts(sb, "\n");
+}
+
+tpj_hlo_value_t tpj_hlo_arg(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t* dims,
+                            int ndim) {
+  if (b->status || !tpj_hlo_check_dims(b, dims, ndim)) return kInvalid;
+  if (b->nargs >= TPJ_HLO_MAX_ARGS) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_UNIMPLEMENTED, "more than %d program arguments",
+                                    TPJ_HLO_MAX_ARGS));
+    return kInvalid;
+  }
+  tpj_hlo_value_t v;
+  memset(&v, 0, sizeof(v));
+  v.id = b->nargs;
+  v.is_arg = 1;
+  v.dtype = dt;
+  v.ndim = ndim;
+  for (int i = 0; i < ndim; ++i) v.dims[i] = dims[i];
+  b->args[b->nargs++] = v;
+  return v;
+}
+
+static int tpj_hlo_same_shape(const tpj_hlo_value_t* x, const tpj_hlo_value_t* y) {
+  if (x->ndim != y->ndim) return 0;
+  for (int i = 0; i < x->ndim; ++i)
+    if (x->dims[i] != y->dims[i]) return 0;
+  return 1;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_binary(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x,
+                                    tpj_hlo_value_t y) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &y)) return kInvalid;
+  if (x.dtype != y.dtype || !tpj_hlo_same_shape(&x, &y)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "%s: operands differ in dtype or shape (%s rank %d vs %s "
+                                    "rank %d)",
+                                    name, tpj_dtype_name(x.dtype), x.ndim,
+                                    tpj_dtype_name(y.dtype), y.ndim));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[2] = {&x, &y};
+  tpj_hlo_begin_op(b, &r, name, ops, 2);
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_unary(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, name, ops, 1);
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  if (x.dtype == dt) return x;
+  if (tpj_dtype_size(dt) == 0) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "convert to an invalid dtype"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, dt, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, "stablehlo.convert", ops, 1);
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_bitcast_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                             tpj_dtype_t dt, const int64_t* dims, int ndim) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_dims(b, dims, ndim)) return kInvalid;
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= dims[i];
+  if ((uint64_t)tpj_hlo_numel(&x) * tpj_dtype_size(x.dtype) != (uint64_t)n * tpj_dtype_size(dt)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "bitcast between different byte sizes"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, dt, dims, ndim);
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, "stablehlo.bitcast_convert", ops, 1);
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_reshape(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                     const int64_t* dims, int ndim) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_dims(b, dims, ndim)) return kInvalid;
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= dims[i];
+  if (n != tpj_hlo_numel(&x)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "reshape of %lld elements into %lld elements",
+                                    (long long)tpj_hlo_numel(&x), (long long)n));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, dims, ndim);
+  if (tpj_hlo_same_shape(&x, &r)) {
+    b->next_id--;
+    return x;
+  }
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, "stablehlo.reshape", ops, 1);
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_transpose(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                       const int64_t* perm) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  int seen[TPJ_MAX_DIMS] = {0};
+  int64_t dims[TPJ_MAX_DIMS];
+  int identity = 1;
+  for (int i = 0; i < x.ndim; ++i) {
+    if (perm[i] < 0 || perm[i] >= x.ndim || seen[perm[i]]) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "transpose: bad permutation"));
+      return kInvalid;
+    }
+    seen[perm[i]] = 1;
+    dims[i] = x.dims[perm[i]];
+    if (perm[i] != i) identity = 0;
+  }
+  if (identity) return x;
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, dims, x.ndim);
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, "stablehlo.transpose", ops, 1);
+  tpj_strbuf_puts(&b->body, " {permutation = ");
+  tpj_hlo_print_i64_array(&b->body, perm, x.ndim);
+  tpj_strbuf_puts(&b->body, "}");
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_broadcast_in_dim(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                              const int64_t* dims, int ndim,
+                                              const int64_t* bdims) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_dims(b, dims, ndim)) return kInvalid;
+  if (x.ndim > ndim) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "broadcast to a lower rank"));
+    return kInvalid;
+  }
+  for (int i = 0; i < x.ndim; ++i) {
+    if (bdims[i] < 0 || bdims[i] >= ndim || (i && bdims[i] <= bdims[i - 1]) ||
+        (x.dims[i] != 1 && x.dims[i] != dims[bdims[i]])) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                      "broadcast_in_dim: dimension %d of size %lld does not "
+                                      "fit",
+                                      i, (long long)x.dims[i]));
+      return kInvalid;
+    }
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, dims, ndim);
+  if (tpj_hlo_same_shape(&x, &r)) {
+    b->next_id--;
+    return x;
+  }
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, "stablehlo.broadcast_in_dim", ops, 1);
+  tpj_strbuf_puts(&b->body, " {broadcast_dimensions = ");
+  tpj_hlo_print_i64_array(&b->body, bdims, x.ndim);
+  tpj_strbuf_puts(&b->body, "}");
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_broadcast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                          const int64_t* dims, int ndim) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  if (x.ndim > ndim) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "cannot broadcast rank %d to rank %d",
+                                    x.ndim, ndim));
+    return kInvalid;
+  }
+  int64_t bdims[TPJ_MAX_DIMS];
+  for (int i = 0; i < x.ndim; ++i) bdims[i] = ndim - x.ndim + i;
+  return tpj_hlo_emit_broadcast_in_dim(b, x, dims, ndim, bdims);
+}
+
+tpj_hlo_value_t tpj_hlo_emit_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                   const int64_t* start, const int64_t* limit,
+                                   const int64_t* strides) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  int64_t dims[TPJ_MAX_DIMS];
+  int identity = 1;
+  for (int i = 0; i < x.ndim; ++i) {
+    if (start[i] < 0 || limit[i] > x.dims[i] || start[i] > limit[i] || strides[i] < 1) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                      "slice [%lld:%lld:%lld] out of range for size %lld",
+                                      (long long)start[i], (long long)limit[i],
+                                      (long long)strides[i], (long long)x.dims[i]));
+      return kInvalid;
+    }
+    dims[i] = (limit[i] - start[i] + strides[i] - 1) / strides[i];
+    if (start[i] != 0 || limit[i] != x.dims[i] || strides[i] != 1) identity = 0;
+  }
+  if (identity) return x;
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, dims, x.ndim);
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, "stablehlo.slice", ops, 1);
+  tpj_strbuf_puts(&b->body, " {start_indices = ");
+  tpj_hlo_print_i64_array(&b->body, start, x.ndim);
+  tpj_strbuf_puts(&b->body, ", limit_indices = ");
+  tpj_hlo_print_i64_array(&b->body, limit, x.ndim);
+  tpj_strbuf_puts(&b->body, ", strides = ");
+  tpj_hlo_print_i64_array(&b->body, strides, x.ndim);
+  tpj_strbuf_puts(&b->body, "}");
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_pad(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t padv,
+                                 const int64_t* lo, const int64_t* hi) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &padv)) return kInvalid;
+  if (padv.ndim != 0 || padv.dtype != x.dtype) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "pad value must be a 0-d %s",
+                                    tpj_dtype_name(x.dtype)));
+    return kInvalid;
+  }
+  int64_t dims[TPJ_MAX_DIMS], interior[TPJ_MAX_DIMS];
+  for (int i = 0; i < x.ndim; ++i) {
+    dims[i] = x.dims[i] + lo[i] + hi[i];
+    interior[i] = 0;
+    if (dims[i] < 0) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "pad to a negative size"));
+      return kInvalid;
+    }
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, dims, x.ndim);
+  const tpj_hlo_value_t* ops[2] = {&x, &padv};
+  tpj_hlo_begin_op(b, &r, "stablehlo.pad", ops, 2);
+  tpj_strbuf_puts(&b->body, " {edge_padding_low = ");
+  tpj_hlo_print_i64_array(&b->body, lo, x.ndim);
+  tpj_strbuf_puts(&b->body, ", edge_padding_high = ");
+  tpj_hlo_print_i64_array(&b->body, hi, x.ndim);
+  tpj_strbuf_puts(&b->body, ", interior_padding = ");
+  tpj_hlo_print_i64_array(&b->body, interior, x.ndim);
+  tpj_strbuf_puts(&b->body, "}");
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+static tpj_hlo_value_t tpj_hlo_emit_constant_text(tpj_hlo_builder_t* b, tpj_dtype_t dt,
+                                                  const char* literal) {
+  if (b->status) return kInvalid;
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, dt, NULL, 0);
+  tpj_hlo_begin_op(b, &r, "stablehlo.constant", NULL, 0);
+  tpj_strbuf_printf(&b->body, " {value = dense<%s> : ", literal);
+  tpj_hlo_print_value_type(&b->body, &r);
+  tpj_strbuf_puts(&b->body, "}");
+  tpj_hlo_end_op(b, &r, NULL, 0);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_zero(tpj_hlo_builder_t* b, tpj_dtype_t dt) {
+  const char* lit = "0";
+  if (dt == TPJ_BOOL) lit = "false";
+  else if (tpj_dtype_is_float(dt)) lit = "0.000000e+00";
+  else if (tpj_dtype_is_complex(dt)) lit = "(0.000000e+00,0.000000e+00)";
+  return tpj_hlo_emit_constant_text(b, dt, lit);
+}
+
+tpj_hlo_value_t tpj_hlo_emit_const_i64(tpj_hlo_builder_t* b, int64_t v) {
+  char lit[32];
+  snprintf(lit, sizeof(lit), "%lld", (long long)v);
+  return tpj_hlo_emit_constant_text(b, TPJ_I64, lit);
+}
+
+tpj_hlo_value_t tpj_hlo_emit_iota(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t* dims,
+                                  int ndim, int iota_dim) {
+  if (b->status || !tpj_hlo_check_dims(b, dims, ndim)) return kInvalid;
+  if (iota_dim < 0 || iota_dim >= ndim) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "iota dimension out of range"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, dt, dims, ndim);
+  tpj_hlo_begin_op(b, &r, "stablehlo.iota", NULL, 0);
+  tpj_strbuf_printf(&b->body, " {iota_dimension = %d : i64}", iota_dim);
+  tpj_hlo_end_op(b, &r, NULL, 0);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_gather_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                       tpj_hlo_value_t idx) {
+  if (!tpj_hlo_check_valid(b, &flat) || !tpj_hlo_check_valid(b, &idx)) return kInvalid;
+  if (flat.ndim != 1 || idx.dtype != TPJ_I64) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "gather_1d needs a 1-D operand and int64 indices"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, flat.dtype, idx.dims, idx.ndim);
+  const tpj_hlo_value_t* ops[2] = {&flat, &idx};
+  tpj_hlo_begin_op(b, &r, "stablehlo.gather", ops, 2);
+  tpj_strbuf_printf(&b->body,
+                    " {dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], "
+                    "start_index_map = [0], index_vector_dim = %d>, indices_are_sorted = "
+                    "false, slice_sizes = array<i64: 1>}",
+                    idx.ndim);
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,
+                            tpj_strbuf_t* out) {
+  for (int i = 0; i < nresults; ++i) tpj_hlo_check_valid(b, &results[i]);
+  if (b->status) {
+    tpj_status_t s = b->status;
+    b->status = NULL;
+    return s;
+  }
+  tpj_strbuf_clear(out);
+  tpj_strbuf_puts(out, "module @tpj {\n  func.func public @main(");
+  for (int i = 0; i < b->nargs; ++i) {
+    if (i) tpj_strbuf_puts(out, ", ");
+    tpj_strbuf_printf(out, "%%arg%d: ", i);
+    tpj_hlo_print_value_type(out, &b->args[i]);
+  }
+  tpj_strbuf_puts(out, ") -> (");
+  for (int i = 0; i < nresults; ++i) {
+    if (i) tpj_strbuf_puts(out, ", ");
+    tpj_hlo_print_value_type(out, &results[i]);
+  }
+  tpj_strbuf_puts(out, ") {\n");
+  tpj_strbuf_append(out, tpj_strbuf_cstr(&b->body), b->body.len);
+  tpj_strbuf_puts(out, "    return ");
+  for (int i = 0; i < nresults; ++i) {
+    if (i) tpj_strbuf_puts(out, ", ");
+    tpj_hlo_print_ref(out, &results[i]);
+  }
+  if (nresults) tpj_strbuf_puts(out, " : ");
+  for (int i = 0; i < nresults; ++i) {
+    if (i) tpj_strbuf_puts(out, ", ");
+    tpj_hlo_print_value_type(out, &results[i]);
+  }
+  tpj_strbuf_puts(out, "\n  }\n}\n");
+  TPJ_RETURN_IF_ERROR(tpj_strbuf_status(&b->body));
+  return tpj_strbuf_status(out);
+}

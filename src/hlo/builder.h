@@ -1,0 +1,96 @@
+/* hlo/builder: emits a StableHLO module as text, one `main` function.
+ * Every emitter checks dtypes and dims before it writes, and a failure is
+ * sticky: later emitters return an invalid value and tpj_hlo_finish()
+ * reports the first error. Ops are written in MLIR's generic form, which is
+ * stable across StableHLO versions; only func.func/return use pretty form. */
+#ifndef TPJ_HLO_BUILDER_H_
+#define TPJ_HLO_BUILDER_H_
+
+#include <stdint.h>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "rt/rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPJ_HLO_MAX_ARGS 64
+
+/* A value in the function being built: an SSA id with its type. id < 0 means
+ * invalid (an earlier emitter failed). */
+typedef struct {
+  int id;            /* >= 0: %vN, or an argument when is_arg */
+  int is_arg;
+  tpj_dtype_t dtype;
+  int ndim;
+  int64_t dims[TPJ_MAX_DIMS];
+} tpj_hlo_value_t;
+
+typedef struct {
+  tpj_strbuf_t body;
+  int next_id;
+  int nargs;
+  tpj_hlo_value_t args[TPJ_HLO_MAX_ARGS];
+  tpj_status_t status;  /* first failure, owned */
+} tpj_hlo_builder_t;
+
+void tpj_hlo_builder_init(tpj_hlo_builder_t* b);
+void tpj_hlo_builder_free(tpj_hlo_builder_t* b);
+/* Records a failure (the first one wins; s is taken over). */
+void tpj_hlo_fail(tpj_hlo_builder_t* b, tpj_status_t s);
+int tpj_hlo_ok(const tpj_hlo_builder_t* b);
+int64_t tpj_hlo_numel(const tpj_hlo_value_t* v);
+
+/* Appends the type of v ("tensor<2x3xf32>") to sb. */
+void tpj_hlo_print_type(tpj_strbuf_t* sb, tpj_dtype_t dt, const int64_t* dims, int ndim);
+
+tpj_hlo_value_t tpj_hlo_arg(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t* dims, int ndim);
+
+/* Elementwise, same dtype and dims: name is the StableHLO op, e.g.
+ * "stablehlo.add". */
+tpj_hlo_value_t tpj_hlo_emit_binary(tpj_hlo_builder_t* b, const char* name,
+                                    tpj_hlo_value_t x, tpj_hlo_value_t y);
+tpj_hlo_value_t tpj_hlo_emit_unary(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x);
+tpj_hlo_value_t tpj_hlo_emit_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt);
+/* Same-total-bytes bitcast; see StableHLO bitcast_convert for the trailing
+ * dimension rule when element sizes differ. */
+tpj_hlo_value_t tpj_hlo_emit_bitcast_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                             tpj_dtype_t dt, const int64_t* dims, int ndim);
+tpj_hlo_value_t tpj_hlo_emit_reshape(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                     const int64_t* dims, int ndim);
+tpj_hlo_value_t tpj_hlo_emit_transpose(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                       const int64_t* perm);
+/* out dims; bdims[i] is the out dim that x's dim i maps to (x.ndim entries). */
+tpj_hlo_value_t tpj_hlo_emit_broadcast_in_dim(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                              const int64_t* dims, int ndim,
+                                              const int64_t* bdims);
+/* Broadcasts x to dims the way NumPy/PyTorch do (trailing alignment). */
+tpj_hlo_value_t tpj_hlo_emit_broadcast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                          const int64_t* dims, int ndim);
+tpj_hlo_value_t tpj_hlo_emit_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                   const int64_t* start, const int64_t* limit,
+                                   const int64_t* strides);
+tpj_hlo_value_t tpj_hlo_emit_pad(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t padv,
+                                 const int64_t* lo, const int64_t* hi);
+/* A 0-d constant 0 or 1 of dtype dt. */
+tpj_hlo_value_t tpj_hlo_emit_zero(tpj_hlo_builder_t* b, tpj_dtype_t dt);
+tpj_hlo_value_t tpj_hlo_emit_const_i64(tpj_hlo_builder_t* b, int64_t v);
+tpj_hlo_value_t tpj_hlo_emit_iota(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t* dims,
+                                  int ndim, int iota_dim);
+/* Gathers flat[idx] elementwise: flat is 1-D, idx is i64 of any shape; the
+ * result has idx's dims and flat's dtype. */
+tpj_hlo_value_t tpj_hlo_emit_gather_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                       tpj_hlo_value_t idx);
+
+/* Writes the whole module into out (cleared first). Returns the first
+ * failure of any emitter, or of the text buffer. */
+tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,
+                            tpj_strbuf_t* out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPJ_HLO_BUILDER_H_ */

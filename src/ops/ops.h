@@ -1,0 +1,58 @@
+/* ops: the lowering table. One entry per aten overload (plus a few internal
+ * "tpj::" ops), each a C function that emits the op's StableHLO from values
+ * that are already read out of their views. The eager engine, the
+ * torch.compile path and the coverage report all read this one table. */
+#ifndef TPJ_OPS_OPS_H_
+#define TPJ_OPS_OPS_H_
+
+#include "hlo/builder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPJ_OP_MAX_IN 16
+#define TPJ_OP_MAX_ATTRS 16
+#define TPJ_OP_MAX_OUT 8
+
+/* What a lowering sees. Inputs are the op's tensor arguments in schema
+ * order, then its runtime scalars (0-d values); attrs are the non-tensor
+ * arguments that change the program; outs are the result types PyTorch's
+ * meta functions computed. */
+typedef struct {
+  tpj_hlo_builder_t* b;
+  int nin;
+  tpj_hlo_value_t in[TPJ_OP_MAX_IN];
+  int nattrs;
+  int64_t attrs[TPJ_OP_MAX_ATTRS];
+  int nouts;
+  tpj_rt_shape_t outs[TPJ_OP_MAX_OUT];
+} tpj_op_ctx_t;
+
+/* Writes ctx->nouts results. Failures go into ctx->b (sticky). */
+typedef void (*tpj_lower_fn_t)(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+typedef struct {
+  const char* name;      /* "aten::add.Tensor" */
+  tpj_lower_fn_t lower;
+} tpj_op_def_t;
+
+/* NULL when the table has no such op. */
+const tpj_op_def_t* tpj_ops_lookup(const char* name);
+int tpj_ops_count(void);
+const tpj_op_def_t* tpj_ops_at(int i);
+
+/* Helpers shared by lowerings: convert x to dt and broadcast it to dims. */
+tpj_hlo_value_t tpj_ops_cast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt,
+                                const int64_t* dims, int ndim);
+
+/* Per-family lowering functions, declared for the table in table.c. */
+void tpj_lower_add_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_mul_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPJ_OPS_OPS_H_ */

@@ -1,0 +1,760 @@
+/* rt: plugin loading, client, devices, compile and execute over PJRT. */
+#include "rt/rt.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "pjrt_c_api.h"
+
+#define TPJ_MAX_DEVICES 256
+
+typedef struct {
+  PJRT_Event* event;
+  int device;
+  char op[64];
+} tpj_rt_pending_t;
+
+struct tpj_rt {
+  const PJRT_Api* api;
+  PJRT_Client* client;
+  char* plugin_path;
+  char* platform_name;
+  char* platform_version;
+  char* attributes;
+  int ndevices;
+  PJRT_Device* devices[TPJ_MAX_DEVICES];
+  char* device_kind[TPJ_MAX_DEVICES];
+  char* device_desc[TPJ_MAX_DEVICES];
+  int launch_blocking;
+  pthread_mutex_t mu;          /* guards pending and deferred */
+  tpj_rt_pending_t* pending;
+  size_t npending, cap_pending;
+  tpj_status_t deferred;       /* first async failure seen while pruning */
+};
+
+struct tpj_rt_exe {
+  PJRT_LoadedExecutable* exe;
+  const PJRT_Api* api;
+  size_t num_outputs;
+};
+
+static atomic_llong g_live_buffers;
+
+/* True when the plugin's PJRT_Api table is long enough to hold `field` and
+ * fills it: plugins built against an older minor version have shorter
+ * tables (the struct is append-only). */
+#define TPJ_RT_HAS(api, field)                                              \
+  ((api)->struct_size >= offsetof(PJRT_Api, field) + sizeof((api)->field) && \
+   (api)->field != NULL)
+
+#define TPJ_ARGS(type, name) \
+  type name;                 \
+  memset(&name, 0, sizeof(name)); \
+  name.struct_size = type##_STRUCT_SIZE
+
+static char* tpj_strndup(const char* s, size_t n) {
+  char* p = (char*)malloc(n + 1);
+  if (!p) return NULL;
+  if (n) memcpy(p, s, n);
+  p[n] = 0;
+  return p;
+}
+
+/* The one function that turns a PJRT_Error into a status; destroys err. */
+static tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err,
+                                            const char* what) {
+  if (!err) return NULL;
+  TPJ_ARGS(PJRT_Error_Message_Args, m);
+  m.error = err;
+  api->PJRT_Error_Message(&m);
+  tpj_status_code_t code = TPJ_INTERNAL;
+  if (TPJ_RT_HAS(api, PJRT_Error_GetCode)) {
+    TPJ_ARGS(PJRT_Error_GetCode_Args, c);
+    c.error = err;
+    PJRT_Error* e2 = api->PJRT_Error_GetCode(&c);
+    if (!e2) {
+      switch (c.code) {
+        case PJRT_Error_Code_INVALID_ARGUMENT: code = TPJ_INVALID_ARGUMENT; break;
+        case PJRT_Error_Code_NOT_FOUND: code = TPJ_NOT_FOUND; break;
+        case PJRT_Error_Code_RESOURCE_EXHAUSTED: code = TPJ_OUT_OF_MEMORY; break;
+        case PJRT_Error_Code_UNIMPLEMENTED: code = TPJ_UNIMPLEMENTED; break;
+        case PJRT_Error_Code_FAILED_PRECONDITION: code = TPJ_FAILED_PRECONDITION; break;
+        case PJRT_Error_Code_OUT_OF_RANGE: code = TPJ_OUT_OF_RANGE; break;
+        default: code = TPJ_INTERNAL; break;
+      }
+    } else {
+      TPJ_ARGS(PJRT_Error_Destroy_Args, d2);
+      d2.error = e2;
+      api->PJRT_Error_Destroy(&d2);
+    }
+  }
+  tpj_status_t s = tpj_status_make(code, "%s: %.*s", what, (int)m.message_size,
+                                   m.message ? m.message : "");
+  TPJ_ARGS(PJRT_Error_Destroy_Args, d);
+  d.error = err;
+  api->PJRT_Error_Destroy(&d);
+  return s;
+}
+
+#define TPJ_PJRT(rt_api, call, what) \
+  TPJ_RETURN_IF_ERROR(tpj_rt_status_from_pjrt((rt_api), (call), (what)))
+
+static void tpj_rt_event_destroy(const PJRT_Api* api, PJRT_Event* ev) {
+  if (!ev) return;
+  TPJ_ARGS(PJRT_Event_Destroy_Args, a);
+  a.event = ev;
+  PJRT_Error* e = api->PJRT_Event_Destroy(&a);
+  tpj_status_free(tpj_rt_status_from_pjrt(api, e, "PJRT_Event_Destroy"));
+}
+
+/* Waits for ev, destroys it, returns its failure (if any). */
+static tpj_status_t tpj_rt_event_await(const PJRT_Api* api, PJRT_Event* ev,
+                                       const char* what) {
+  if (!ev) return NULL;
+  TPJ_ARGS(PJRT_Event_Await_Args, a);
+  a.event = ev;
+  tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_Event_Await(&a), what);
+  tpj_rt_event_destroy(api, ev);
+  return s;
+}
+
+/* ---- open / close ---------------------------------------------------- */
+
+static int tpj_rt_has_required(const PJRT_Api* api, const char** out_missing) {
+#define TPJ_CHECK_FN(f) \
+  if (!TPJ_RT_HAS(api, f)) { *out_missing = #f; return 0; }
+  TPJ_CHECK_FN(PJRT_Error_Destroy);
+  TPJ_CHECK_FN(PJRT_Error_Message);
+  TPJ_CHECK_FN(PJRT_Client_Create);
+  TPJ_CHECK_FN(PJRT_Client_Destroy);
+  TPJ_CHECK_FN(PJRT_Client_AddressableDevices);
+  TPJ_CHECK_FN(PJRT_Client_BufferFromHostBuffer);
+  TPJ_CHECK_FN(PJRT_Buffer_ToHostBuffer);
+  TPJ_CHECK_FN(PJRT_Buffer_Destroy);
+  TPJ_CHECK_FN(PJRT_Client_Compile);
+  TPJ_CHECK_FN(PJRT_LoadedExecutable_Execute);
+  TPJ_CHECK_FN(PJRT_LoadedExecutable_Destroy);
+  TPJ_CHECK_FN(PJRT_Event_Await);
+  TPJ_CHECK_FN(PJRT_Event_Destroy);
+#undef TPJ_CHECK_FN
+  return 1;
+}
+
+static void tpj_rt_read_attributes(tpj_rt_t* rt) {
+  tpj_strbuf_t sb;
+  tpj_strbuf_init(&sb);
+  if (TPJ_RT_HAS(rt->api, PJRT_Plugin_Attributes)) {
+    TPJ_ARGS(PJRT_Plugin_Attributes_Args, a);
+    PJRT_Error* e = rt->api->PJRT_Plugin_Attributes(&a);
+    if (e) {
+      tpj_status_free(tpj_rt_status_from_pjrt(rt->api, e, "attributes"));
+    } else {
+      for (size_t i = 0; i < a.num_attributes; ++i) {
+        const PJRT_NamedValue* v = &a.attributes[i];
+        tpj_strbuf_printf(&sb, "%.*s=", (int)v->name_size, v->name);
+        switch (v->type) {
+          case PJRT_NamedValue_kString:
+            tpj_strbuf_printf(&sb, "%.*s", (int)v->value_size, v->string_value);
+            break;
+          case PJRT_NamedValue_kInt64:
+            tpj_strbuf_printf(&sb, "%lld", (long long)v->int64_value);
+            break;
+          case PJRT_NamedValue_kInt64List:
+            for (size_t j = 0; j < v->value_size; ++j)
+              tpj_strbuf_printf(&sb, "%s%lld", j ? "," : "",
+                                (long long)v->int64_array_value[j]);
+            break;
+          case PJRT_NamedValue_kFloat:
+            tpj_strbuf_printf(&sb, "%g", (double)v->float_value);
+            break;
+          case PJRT_NamedValue_kBool:
+            tpj_strbuf_puts(&sb, v->bool_value ? "true" : "false");
+            break;
+          default:
+            tpj_strbuf_puts(&sb, "?");
+        }
+        tpj_strbuf_puts(&sb, "\n");
+      }
+    }
+  }
+  rt->attributes = tpj_strndup(tpj_strbuf_cstr(&sb), sb.len);
+  tpj_strbuf_free(&sb);
+}
+
+static tpj_status_t tpj_rt_read_devices(tpj_rt_t* rt) {
+  const PJRT_Api* api = rt->api;
+  TPJ_ARGS(PJRT_Client_AddressableDevices_Args, a);
+  a.client = rt->client;
+  TPJ_PJRT(api, api->PJRT_Client_AddressableDevices(&a), "listing devices");
+  if (a.num_addressable_devices > TPJ_MAX_DEVICES)
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "plugin reports %zu devices; at most %d supported",
+                           a.num_addressable_devices, TPJ_MAX_DEVICES);
+  rt->ndevices = (int)a.num_addressable_devices;
+  for (int i = 0; i < rt->ndevices; ++i) {
+    rt->devices[i] = a.addressable_devices[i];
+    const char* kind = "unknown";
+    size_t kind_len = strlen(kind);
+    const char* desc = "";
+    size_t desc_len = 0;
+    if (TPJ_RT_HAS(api, PJRT_Device_GetDescription)) {
+      TPJ_ARGS(PJRT_Device_GetDescription_Args, g);
+      g.device = rt->devices[i];
+      PJRT_Error* e = api->PJRT_Device_GetDescription(&g);
+      if (e) {
+        tpj_status_free(tpj_rt_status_from_pjrt(api, e, "device description"));
+      } else {
+        if (TPJ_RT_HAS(api, PJRT_DeviceDescription_Kind)) {
+          TPJ_ARGS(PJRT_DeviceDescription_Kind_Args, k);
+          k.device_description = g.device_description;
+          e = api->PJRT_DeviceDescription_Kind(&k);
+          if (!e) {
+            kind = k.device_kind;
+            kind_len = k.device_kind_size;
+          } else {
+            tpj_status_free(tpj_rt_status_from_pjrt(api, e, "device kind"));
+          }
+        }
+        if (TPJ_RT_HAS(api, PJRT_DeviceDescription_DebugString)) {
+          TPJ_ARGS(PJRT_DeviceDescription_DebugString_Args, d);
+          d.device_description = g.device_description;
+          e = api->PJRT_DeviceDescription_DebugString(&d);
+          if (!e) {
+            desc = d.debug_string;
+            desc_len = d.debug_string_size;
+          } else {
+            tpj_status_free(tpj_rt_status_from_pjrt(api, e, "device string"));
+          }
+        }
+      }
+    }
+    rt->device_kind[i] = tpj_strndup(kind, kind_len);
+    rt->device_desc[i] = tpj_strndup(desc, desc_len);
+    if (!rt->device_kind[i] || !rt->device_desc[i])
+      return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  if (rt->ndevices == 0)
+    return tpj_status_make(TPJ_NOT_FOUND, "the PJRT plugin reports no addressable devices");
+  return NULL;
+}
+
+static tpj_status_t tpj_rt_read_platform(tpj_rt_t* rt) {
+  const PJRT_Api* api = rt->api;
+  const char* name = "unknown";
+  size_t name_len = strlen(name);
+  if (TPJ_RT_HAS(api, PJRT_Client_PlatformName)) {
+    TPJ_ARGS(PJRT_Client_PlatformName_Args, a);
+    a.client = rt->client;
+    TPJ_PJRT(api, api->PJRT_Client_PlatformName(&a), "platform name");
+    name = a.platform_name;
+    name_len = a.platform_name_size;
+  }
+  rt->platform_name = tpj_strndup(name, name_len);
+  const char* ver = "";
+  size_t ver_len = 0;
+  if (TPJ_RT_HAS(api, PJRT_Client_PlatformVersion)) {
+    TPJ_ARGS(PJRT_Client_PlatformVersion_Args, a);
+    a.client = rt->client;
+    TPJ_PJRT(api, api->PJRT_Client_PlatformVersion(&a), "platform version");
+    ver = a.platform_version;
+    ver_len = a.platform_version_size;
+  }
+  rt->platform_version = tpj_strndup(ver, ver_len);
+  if (!rt->platform_name || !rt->platform_version)
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  return NULL;
+}
+
+tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
+                         tpj_rt_t** out_rt) {
+  *out_rt = NULL;
+  if (!plugin_path || !*plugin_path)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "no PJRT plugin path given");
+  void* lib = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return tpj_status_make(TPJ_NOT_FOUND, "cannot load PJRT plugin %s: %s", plugin_path,
+                           dlerror());
+  typedef const PJRT_Api* (*get_api_fn)(void);
+  get_api_fn get_api = (get_api_fn)dlsym(lib, "GetPjrtApi");
+  if (!get_api)
+    return tpj_status_make(TPJ_NOT_FOUND, "%s is not a PJRT plugin: it has no GetPjrtApi symbol",
+                           plugin_path);
+  const PJRT_Api* api = get_api();
+  if (!api)
+    return tpj_status_make(TPJ_INTERNAL, "GetPjrtApi() in %s returned NULL", plugin_path);
+  int major = api->pjrt_api_version.major_version;
+  int minor = api->pjrt_api_version.minor_version;
+  if (major != PJRT_API_MAJOR)
+    return tpj_status_make(TPJ_FAILED_PRECONDITION,
+                           "PJRT plugin %s has PJRT C API version %d.%d, but torch_pjrt was "
+                           "built with %d.%d; the major versions must match (rebuild "
+                           "torch_pjrt against this plugin, or install a matching plugin)",
+                           plugin_path, major, minor, PJRT_API_MAJOR, PJRT_API_MINOR);
+  const char* missing = NULL;
+  if (!tpj_rt_has_required(api, &missing))
+    return tpj_status_make(TPJ_FAILED_PRECONDITION,
+                           "PJRT plugin %s (PJRT C API %d.%d; torch_pjrt built with %d.%d) "
+                           "lacks %s",
+                           plugin_path, major, minor, PJRT_API_MAJOR, PJRT_API_MINOR, missing);
+  if (TPJ_RT_HAS(api, PJRT_Plugin_Initialize)) {
+    TPJ_ARGS(PJRT_Plugin_Initialize_Args, init);
+    TPJ_PJRT(api, api->PJRT_Plugin_Initialize(&init), "initialising the PJRT plugin");
+  }
+
+  tpj_rt_t* rt = (tpj_rt_t*)calloc(1, sizeof(*rt));
+  if (!rt) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  rt->api = api;
+  pthread_mutex_init(&rt->mu, NULL);
+  rt->plugin_path = tpj_strndup(plugin_path, strlen(plugin_path));
+
+  PJRT_NamedValue options[1];
+  size_t noptions = 0;
+  if (opts && opts->cpu_device_count > 0) {
+    memset(&options[0], 0, sizeof(options[0]));
+    options[0].struct_size = PJRT_NamedValue_STRUCT_SIZE;
+    options[0].name = "cpu_device_count";
+    options[0].name_size = strlen(options[0].name);
+    options[0].type = PJRT_NamedValue_kInt64;
+    options[0].int64_value = opts->cpu_device_count;
+    options[0].value_size = 1;
+    noptions = 1;
+  }
+  TPJ_ARGS(PJRT_Client_Create_Args, c);
+  c.create_options = noptions ? options : NULL;
+  c.num_options = noptions;
+  tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_Client_Create(&c),
+                                           "creating the PJRT client");
+  if (!s) {
+    rt->client = c.client;
+    s = tpj_rt_read_platform(rt);
+  }
+  if (!s) s = tpj_rt_read_devices(rt);
+  if (!s) tpj_rt_read_attributes(rt);
+  if (s) {
+    tpj_rt_close(rt);
+    return s;
+  }
+  *out_rt = rt;
+  return NULL;
+}
+
+void tpj_rt_close(tpj_rt_t* rt) {
+  if (!rt) return;
+  tpj_status_free(tpj_rt_synchronize(rt, -1));
+  if (rt->client) {
+    TPJ_ARGS(PJRT_Client_Destroy_Args, d);
+    d.client = rt->client;
+    tpj_status_free(tpj_rt_status_from_pjrt(rt->api, rt->api->PJRT_Client_Destroy(&d),
+                                            "destroying the client"));
+  }
+  for (int i = 0; i < rt->ndevices; ++i) {
+    free(rt->device_kind[i]);
+    free(rt->device_desc[i]);
+  }
+  tpj_status_free(rt->deferred);
+  free(rt->pending);
+  free(rt->plugin_path);
+  free(rt->platform_name);
+  free(rt->platform_version);
+  free(rt->attributes);
+  pthread_mutex_destroy(&rt->mu);
+  free(rt);
+}
+
+int tpj_rt_device_count(const tpj_rt_t* rt) { return rt ? rt->ndevices : 0; }
+const char* tpj_rt_plugin_path(const tpj_rt_t* rt) { return rt->plugin_path; }
+const char* tpj_rt_platform_name(const tpj_rt_t* rt) { return rt->platform_name; }
+const char* tpj_rt_platform_version(const tpj_rt_t* rt) { return rt->platform_version; }
+const char* tpj_rt_plugin_attributes(const tpj_rt_t* rt) {
+  return rt->attributes ? rt->attributes : "";
+}
+const char* tpj_rt_device_kind(const tpj_rt_t* rt, int device) {
+  return (device >= 0 && device < rt->ndevices) ? rt->device_kind[device] : "";
+}
+const char* tpj_rt_device_description(const tpj_rt_t* rt, int device) {
+  return (device >= 0 && device < rt->ndevices) ? rt->device_desc[device] : "";
+}
+void tpj_rt_api_version(const tpj_rt_t* rt, int* out_major, int* out_minor) {
+  *out_major = rt->api->pjrt_api_version.major_version;
+  *out_minor = rt->api->pjrt_api_version.minor_version;
+}
+void tpj_rt_header_version(int* out_major, int* out_minor) {
+  *out_major = PJRT_API_MAJOR;
+  *out_minor = PJRT_API_MINOR;
+}
+void tpj_rt_set_launch_blocking(tpj_rt_t* rt, int on) { rt->launch_blocking = on; }
+
+tpj_status_t tpj_rt_check_device(const tpj_rt_t* rt, int device) {
+  if (device < 0 || device >= rt->ndevices)
+    return tpj_status_make(TPJ_OUT_OF_RANGE,
+                           "invalid device ordinal %d (there are %d tpu devices)", device,
+                           rt->ndevices);
+  return NULL;
+}
+
+tpj_status_t tpj_rt_device_memory_stats(tpj_rt_t* rt, int device, int64_t* out_in_use,
+                                        int64_t* out_peak, int64_t* out_limit) {
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  if (!TPJ_RT_HAS(rt->api, PJRT_Device_MemoryStats))
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "plugin has no PJRT_Device_MemoryStats");
+  TPJ_ARGS(PJRT_Device_MemoryStats_Args, a);
+  a.device = rt->devices[device];
+  TPJ_PJRT(rt->api, rt->api->PJRT_Device_MemoryStats(&a), "device memory stats");
+  if (out_in_use) *out_in_use = a.bytes_in_use;
+  if (out_peak) *out_peak = a.peak_bytes_in_use_is_set ? a.peak_bytes_in_use : -1;
+  if (out_limit) *out_limit = a.bytes_limit_is_set ? a.bytes_limit : -1;
+  return NULL;
+}
+
+/* ---- buffers --------------------------------------------------------- */
+
+static PJRT_Buffer_Type tpj_rt_pjrt_type(tpj_dtype_t dt) {
+  switch (dt) {
+    case TPJ_BOOL: return PJRT_Buffer_Type_PRED;
+    case TPJ_U8: return PJRT_Buffer_Type_U8;
+    case TPJ_I8: return PJRT_Buffer_Type_S8;
+    case TPJ_I16: return PJRT_Buffer_Type_S16;
+    case TPJ_I32: return PJRT_Buffer_Type_S32;
+    case TPJ_I64: return PJRT_Buffer_Type_S64;
+    case TPJ_F16: return PJRT_Buffer_Type_F16;
+    case TPJ_BF16: return PJRT_Buffer_Type_BF16;
+    case TPJ_F32: return PJRT_Buffer_Type_F32;
+    case TPJ_F64: return PJRT_Buffer_Type_F64;
+    case TPJ_C64: return PJRT_Buffer_Type_C64;
+    case TPJ_C128: return PJRT_Buffer_Type_C128;
+    default: return PJRT_Buffer_Type_INVALID;
+  }
+}
+
+static tpj_rt_buffer_t* tpj_rt_buffer_wrap(PJRT_Buffer* b, tpj_dtype_t dtype,
+                                           const int64_t* dims, int ndim, int device) {
+  tpj_rt_buffer_t* buf = (tpj_rt_buffer_t*)calloc(1, sizeof(*buf));
+  if (!buf) return NULL;
+  buf->refcount = 1;
+  buf->pjrt = b;
+  buf->dtype = dtype;
+  buf->ndim = ndim;
+  for (int i = 0; i < ndim; ++i) buf->dims[i] = dims[i];
+  buf->device = device;
+  atomic_fetch_add(&g_live_buffers, 1);
+  return buf;
+}
+
+static void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
+  if (!b) return;
+  TPJ_ARGS(PJRT_Buffer_Destroy_Args, d);
+  d.buffer = b;
+  tpj_status_free(tpj_rt_status_from_pjrt(api, api->PJRT_Buffer_Destroy(&d),
+                                          "PJRT_Buffer_Destroy"));
+}
+
+/* Buffers are released from c10 deleters that have no rt at hand. */
+static const PJRT_Api* g_api;
+
+tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
+                                     const int64_t* dims, int ndim, const void* data,
+                                     tpj_rt_buffer_t** out_buf) {
+  *out_buf = NULL;
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  if (ndim < 0 || ndim > TPJ_MAX_DIMS)
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "tensors of rank %d are not supported (max %d)",
+                           ndim, TPJ_MAX_DIMS);
+  PJRT_Buffer_Type t = tpj_rt_pjrt_type(dtype);
+  if (t == PJRT_Buffer_Type_INVALID)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "dtype %d has no PJRT buffer type", (int)dtype);
+  static const char kDummy[16];
+  const PJRT_Api* api = rt->api;
+  g_api = api;
+  TPJ_ARGS(PJRT_Client_BufferFromHostBuffer_Args, a);
+  a.client = rt->client;
+  a.data = data ? data : kDummy;
+  a.type = t;
+  a.dims = dims;
+  a.num_dims = (size_t)ndim;
+  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.device = rt->devices[device];
+  TPJ_PJRT(api, api->PJRT_Client_BufferFromHostBuffer(&a), "copying to the device");
+  tpj_status_t s = tpj_rt_event_await(api, a.done_with_host_buffer, "copying to the device");
+  if (s) {
+    tpj_rt_pjrt_buffer_destroy(api, a.buffer);
+    return s;
+  }
+  *out_buf = tpj_rt_buffer_wrap(a.buffer, dtype, dims, ndim, device);
+  if (!*out_buf) {
+    tpj_rt_pjrt_buffer_destroy(api, a.buffer);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  return NULL;
+}
+
+int64_t tpj_rt_buffer_numel(const tpj_rt_buffer_t* buf) {
+  int64_t n = 1;
+  for (int i = 0; i < buf->ndim; ++i) n *= buf->dims[i];
+  return n;
+}
+
+size_t tpj_rt_buffer_nbytes(const tpj_rt_buffer_t* buf) {
+  return (size_t)tpj_rt_buffer_numel(buf) * tpj_dtype_size(buf->dtype);
+}
+
+tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst,
+                                   size_t nbytes) {
+  size_t want = tpj_rt_buffer_nbytes(buf);
+  if (nbytes != want)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           "host copy of %zu bytes from a device buffer of %zu bytes", nbytes,
+                           want);
+  if (want == 0) return NULL;
+  const PJRT_Api* api = rt->api;
+  TPJ_ARGS(PJRT_Buffer_ToHostBuffer_Args, a);
+  a.src = (PJRT_Buffer*)buf->pjrt;
+  a.dst = dst;
+  a.dst_size = nbytes;
+  TPJ_PJRT(api, api->PJRT_Buffer_ToHostBuffer(&a), "copying to the host");
+  return tpj_rt_event_await(api, a.event, "copying to the host");
+}
+
+tpj_status_t tpj_rt_buffer_copy_to_device(tpj_rt_t* rt, tpj_rt_buffer_t* buf, int device,
+                                          tpj_rt_buffer_t** out_buf) {
+  *out_buf = NULL;
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  const PJRT_Api* api = rt->api;
+  if (!TPJ_RT_HAS(api, PJRT_Buffer_CopyToDevice)) {
+    /* Through the host: correct on every plugin. */
+    size_t n = tpj_rt_buffer_nbytes(buf);
+    void* host = malloc(n ? n : 1);
+    if (!host) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory (%zu bytes)", n);
+    tpj_status_t s = tpj_rt_buffer_to_host(rt, buf, host, n);
+    if (!s) s = tpj_rt_buffer_from_host(rt, device, buf->dtype, buf->dims, buf->ndim, host, out_buf);
+    free(host);
+    return s;
+  }
+  TPJ_ARGS(PJRT_Buffer_CopyToDevice_Args, a);
+  a.buffer = (PJRT_Buffer*)buf->pjrt;
+  a.dst_device = rt->devices[device];
+  TPJ_PJRT(api, api->PJRT_Buffer_CopyToDevice(&a), "copying between devices");
+  *out_buf = tpj_rt_buffer_wrap(a.dst_buffer, buf->dtype, buf->dims, buf->ndim, device);
+  if (!*out_buf) {
+    tpj_rt_pjrt_buffer_destroy(api, a.dst_buffer);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  return NULL;
+}
+
+void tpj_rt_buffer_retain(tpj_rt_buffer_t* buf) {
+  if (buf) __atomic_add_fetch(&buf->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) {
+  if (!buf) return;
+  if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (g_api) tpj_rt_pjrt_buffer_destroy(g_api, (PJRT_Buffer*)buf->pjrt);
+  atomic_fetch_sub(&g_live_buffers, 1);
+  free(buf);
+}
+
+int64_t tpj_rt_live_buffers(void) { return atomic_load(&g_live_buffers); }
+
+/* ---- compile and execute --------------------------------------------- */
+
+/* A serialized xla.CompileOptionsProto, written by hand so that no protobuf
+ * library is linked: executable_build_options (field 3) { num_replicas (4) = 1,
+ * num_partitions (5) = 1 }, compile_portable_executable (field 4) = true, so
+ * one executable runs on any device we name at execute time. An empty string
+ * aborts the CPU plugin. */
+static const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
+
+tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                            tpj_rt_exe_t** out_exe) {
+  *out_exe = NULL;
+  const PJRT_Api* api = rt->api;
+  TPJ_ARGS(PJRT_Program, prog);
+  prog.code = (char*)mlir;
+  prog.code_size = mlir_len;
+  prog.format = "mlir";
+  prog.format_size = 4;
+  TPJ_ARGS(PJRT_Client_Compile_Args, a);
+  a.client = rt->client;
+  a.program = &prog;
+  a.compile_options = kCompileOptions;
+  a.compile_options_size = sizeof(kCompileOptions);
+  TPJ_PJRT(api, api->PJRT_Client_Compile(&a), "compiling");
+  tpj_rt_exe_t* exe = (tpj_rt_exe_t*)calloc(1, sizeof(*exe));
+  if (!exe) {
+    TPJ_ARGS(PJRT_LoadedExecutable_Destroy_Args, d);
+    d.executable = a.executable;
+    tpj_status_free(tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Destroy(&d), ""));
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  exe->exe = a.executable;
+  exe->api = api;
+  exe->num_outputs = (size_t)-1;
+  if (TPJ_RT_HAS(api, PJRT_LoadedExecutable_GetExecutable) &&
+      TPJ_RT_HAS(api, PJRT_Executable_NumOutputs)) {
+    TPJ_ARGS(PJRT_LoadedExecutable_GetExecutable_Args, g);
+    g.loaded_executable = a.executable;
+    PJRT_Error* e = api->PJRT_LoadedExecutable_GetExecutable(&g);
+    if (!e) {
+      TPJ_ARGS(PJRT_Executable_NumOutputs_Args, n);
+      n.executable = g.executable;
+      e = api->PJRT_Executable_NumOutputs(&n);
+      if (!e) exe->num_outputs = n.num_outputs;
+      if (TPJ_RT_HAS(api, PJRT_Executable_Destroy)) {
+        TPJ_ARGS(PJRT_Executable_Destroy_Args, d);
+        d.executable = g.executable;
+        tpj_status_free(tpj_rt_status_from_pjrt(api, api->PJRT_Executable_Destroy(&d), ""));
+      }
+    }
+    tpj_status_free(tpj_rt_status_from_pjrt(api, e, "executable outputs"));
+  }
+  *out_exe = exe;
+  return NULL;
+}
+
+void tpj_rt_exe_release(tpj_rt_exe_t* exe) {
+  if (!exe) return;
+  TPJ_ARGS(PJRT_LoadedExecutable_Destroy_Args, d);
+  d.executable = exe->exe;
+  tpj_status_free(tpj_rt_status_from_pjrt(exe->api, exe->api->PJRT_LoadedExecutable_Destroy(&d),
+                                          "destroying an executable"));
+  free(exe);
+}
+
+/* Drops pending completions that are done, keeping the first failure.
+ * Called with rt->mu held. */
+static void tpj_rt_prune_locked(tpj_rt_t* rt) {
+  const PJRT_Api* api = rt->api;
+  if (!TPJ_RT_HAS(api, PJRT_Event_IsReady)) return;
+  size_t keep = 0;
+  for (size_t i = 0; i < rt->npending; ++i) {
+    tpj_rt_pending_t* p = &rt->pending[i];
+    TPJ_ARGS(PJRT_Event_IsReady_Args, r);
+    r.event = p->event;
+    PJRT_Error* e = api->PJRT_Event_IsReady(&r);
+    if (e) {
+      tpj_status_free(tpj_rt_status_from_pjrt(api, e, ""));
+      rt->pending[keep++] = *p;
+      continue;
+    }
+    if (!r.is_ready) {
+      rt->pending[keep++] = *p;
+      continue;
+    }
+    tpj_status_t s = tpj_rt_event_await(api, p->event, p->op);
+    if (s && !rt->deferred) rt->deferred = s;
+    else tpj_status_free(s);
+  }
+  rt->npending = keep;
+}
+
+static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device,
+                                    const char* op) {
+  pthread_mutex_lock(&rt->mu);
+  if (rt->npending >= 64) tpj_rt_prune_locked(rt);
+  if (rt->npending == rt->cap_pending) {
+    size_t cap = rt->cap_pending ? rt->cap_pending * 2 : 64;
+    tpj_rt_pending_t* p =
+        (tpj_rt_pending_t*)realloc(rt->pending, cap * sizeof(tpj_rt_pending_t));
+    if (!p) {
+      pthread_mutex_unlock(&rt->mu);
+      return tpj_rt_event_await(rt->api, ev, op);
+    }
+    rt->pending = p;
+    rt->cap_pending = cap;
+  }
+  tpj_rt_pending_t* p = &rt->pending[rt->npending++];
+  p->event = ev;
+  p->device = device;
+  snprintf(p->op, sizeof(p->op), "%s", op ? op : "op");
+  pthread_mutex_unlock(&rt->mu);
+  return NULL;
+}
+
+tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                            tpj_rt_buffer_t* const* args, size_t nargs,
+                            const tpj_rt_shape_t* out_shapes, size_t nouts,
+                            tpj_rt_buffer_t** outs, const char* op_name) {
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  if (exe->num_outputs != (size_t)-1 && exe->num_outputs != nouts)
+    return tpj_status_make(TPJ_INTERNAL, "%s: executable has %zu outputs, caller expects %zu",
+                           op_name, exe->num_outputs, nouts);
+  const PJRT_Api* api = rt->api;
+  PJRT_Buffer* arg_small[16];
+  PJRT_Buffer* out_small[16];
+  PJRT_Buffer** argv = nargs <= 16 ? arg_small : (PJRT_Buffer**)malloc(nargs * sizeof(void*));
+  PJRT_Buffer** outv = nouts <= 16 ? out_small : (PJRT_Buffer**)malloc(nouts * sizeof(void*));
+  if (!argv || !outv) {
+    if (argv != arg_small) free(argv);
+    if (outv != out_small) free(outv);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  for (size_t i = 0; i < nargs; ++i) argv[i] = (PJRT_Buffer*)args[i]->pjrt;
+  for (size_t i = 0; i < nouts; ++i) outv[i] = NULL;
+  PJRT_Buffer* const* arg_lists[1] = {argv};
+  PJRT_Buffer** out_lists[1] = {outv};
+  PJRT_Event* done[1] = {NULL};
+
+  TPJ_ARGS(PJRT_ExecuteOptions, eo);
+  TPJ_ARGS(PJRT_LoadedExecutable_Execute_Args, a);
+  a.executable = exe->exe;
+  a.options = &eo;
+  a.argument_lists = arg_lists;
+  a.num_devices = 1;
+  a.num_args = nargs;
+  a.output_lists = out_lists;
+  a.device_complete_events = done;
+  a.execute_device = rt->devices[device];
+  tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Execute(&a),
+                                           op_name ? op_name : "execute");
+  if (!s) {
+    for (size_t i = 0; i < nouts; ++i) {
+      outs[i] = tpj_rt_buffer_wrap(outv[i], out_shapes[i].dtype, out_shapes[i].dims,
+                                   out_shapes[i].ndim, device);
+      if (!outs[i]) {
+        tpj_rt_pjrt_buffer_destroy(api, outv[i]);
+        if (!s) s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+      }
+    }
+    if (s) {
+      for (size_t i = 0; i < nouts; ++i) {
+        tpj_rt_buffer_release(outs[i]);
+        outs[i] = NULL;
+      }
+    }
+    if (rt->launch_blocking) {
+      tpj_status_t w = tpj_rt_event_await(api, done[0], op_name);
+      if (!s) s = w; else tpj_status_free(w);
+    } else if (done[0]) {
+      tpj_status_t w = tpj_rt_remember(rt, done[0], device, op_name);
+      if (!s) s = w; else tpj_status_free(w);
+    }
+  }
+  if (argv != arg_small) free(argv);
+  if (outv != out_small) free(outv);
+  return s;
+}
+
+tpj_status_t tpj_rt_synchronize(tpj_rt_t* rt, int device) {
+  pthread_mutex_lock(&rt->mu);
+  tpj_status_t first = rt->deferred;
+  rt->deferred = NULL;
+  size_t keep = 0;
+  for (size_t i = 0; i < rt->npending; ++i) {
+    tpj_rt_pending_t* p = &rt->pending[i];
+    if (device >= 0 && p->device != device) {
+      rt->pending[keep++] = *p;
+      continue;
+    }
+    tpj_status_t s = tpj_rt_event_await(rt->api, p->event, p->op);
+    if (s && !first) first = s;
+    else tpj_status_free(s);
+  }
+  rt->npending = keep;
+  pthread_mutex_unlock(&rt->mu);
+  return first;
+}

@@ -1,0 +1,124 @@
+/* rt: the only place that calls the PJRT C API. It loads a plugin, owns the
+ * client and its devices, wraps buffers (reference-counted, immutable) and
+ * loaded executables, and turns every PJRT_Error into a tpj_status_t.
+ * Nothing in here knows about PyTorch. */
+#ifndef TPJ_RT_RT_H_
+#define TPJ_RT_RT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/dtype.h"
+#include "base/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPJ_MAX_DIMS 16
+
+typedef struct tpj_rt tpj_rt_t;
+typedef struct tpj_rt_exe tpj_rt_exe_t;
+
+/* A device buffer. Immutable once created; shared by reference count.
+ * The fields are read-only to callers. */
+typedef struct tpj_rt_buffer {
+  int refcount;
+  void* pjrt;            /* PJRT_Buffer*, owned */
+  tpj_dtype_t dtype;
+  int ndim;
+  int64_t dims[TPJ_MAX_DIMS];
+  int device;            /* index into tpj_rt's addressable devices */
+} tpj_rt_buffer_t;
+
+typedef struct {
+  int cpu_device_count;  /* CPU plugin only; <= 0 means 1 */
+} tpj_rt_options_t;
+
+/* Loads the plugin at plugin_path, checks its PJRT API version against the
+ * header this library was built with, initialises it and creates a client.
+ * On success *out_rt is owned by the caller (tpj_rt_close). */
+tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
+                         tpj_rt_t** out_rt);
+/* Waits for pending work, releases the client and unloads nothing (plugins
+ * are not safe to dlclose). NULL is a no-op. */
+void tpj_rt_close(tpj_rt_t* rt);
+
+int tpj_rt_device_count(const tpj_rt_t* rt);
+/* Borrowed strings, valid while rt lives. */
+const char* tpj_rt_plugin_path(const tpj_rt_t* rt);
+const char* tpj_rt_platform_name(const tpj_rt_t* rt);
+const char* tpj_rt_platform_version(const tpj_rt_t* rt);
+const char* tpj_rt_device_kind(const tpj_rt_t* rt, int device);
+const char* tpj_rt_device_description(const tpj_rt_t* rt, int device);
+void tpj_rt_api_version(const tpj_rt_t* rt, int* out_major, int* out_minor);
+void tpj_rt_header_version(int* out_major, int* out_minor);
+/* Plugin attributes ("xla_version", ...) formatted "name=value" one per line;
+ * borrowed. */
+const char* tpj_rt_plugin_attributes(const tpj_rt_t* rt);
+
+/* Device memory statistics from PJRT_Device_MemoryStats; returns
+ * TPJ_UNIMPLEMENTED where the plugin lacks it. Any out pointer may be NULL;
+ * a value the plugin does not report is -1. */
+tpj_status_t tpj_rt_device_memory_stats(tpj_rt_t* rt, int device,
+                                        int64_t* out_in_use, int64_t* out_peak,
+                                        int64_t* out_limit);
+
+tpj_status_t tpj_rt_check_device(const tpj_rt_t* rt, int device);
+
+/* ---- buffers ---------------------------------------------------------- */
+
+/* Copies nbytes of dense row-major host data into a new device buffer of
+ * the given dtype and dims. The host memory may be reused when this returns.
+ * *out_buf has refcount 1 and is owned by the caller. */
+tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
+                                     const int64_t* dims, int ndim,
+                                     const void* data, tpj_rt_buffer_t** out_buf);
+/* Copies the buffer's bytes (dense row-major) into dst and waits for them.
+ * nbytes must equal the buffer's size. Surfaces an asynchronous error from
+ * the computation that produced the buffer. */
+tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst,
+                                   size_t nbytes);
+/* A new buffer with the same contents on another device (owned by caller). */
+tpj_status_t tpj_rt_buffer_copy_to_device(tpj_rt_t* rt, tpj_rt_buffer_t* buf,
+                                          int device, tpj_rt_buffer_t** out_buf);
+void tpj_rt_buffer_retain(tpj_rt_buffer_t* buf);
+/* Drops one reference; the PJRT buffer is destroyed at zero. NULL is ok. */
+void tpj_rt_buffer_release(tpj_rt_buffer_t* buf);
+int64_t tpj_rt_buffer_numel(const tpj_rt_buffer_t* buf);
+size_t tpj_rt_buffer_nbytes(const tpj_rt_buffer_t* buf);
+/* Number of live tpj_rt_buffer_t in the process (for leak tests). */
+int64_t tpj_rt_live_buffers(void);
+
+/* ---- compile and execute --------------------------------------------- */
+
+/* Compiles StableHLO text (format "mlir") for any single device (a portable
+ * executable). *out_exe is owned by the caller (tpj_rt_exe_release). */
+tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                            tpj_rt_exe_t** out_exe);
+void tpj_rt_exe_release(tpj_rt_exe_t* exe);
+
+typedef struct {
+  tpj_dtype_t dtype;
+  int ndim;
+  int64_t dims[TPJ_MAX_DIMS];
+} tpj_rt_shape_t;
+
+/* Launches exe on device with args; does not wait. The caller states the
+ * output shapes (they come from the lowering); outs[i] receive new buffers
+ * owned by the caller. The completion is remembered under op_name (copied)
+ * so an asynchronous failure can name the op at the next synchronize. With
+ * launch-blocking set, waits and returns the failure here. */
+tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                            tpj_rt_buffer_t* const* args, size_t nargs,
+                            const tpj_rt_shape_t* out_shapes, size_t nouts,
+                            tpj_rt_buffer_t** outs, const char* op_name);
+/* Waits for everything launched on device (-1: every device). Returns the
+ * first asynchronous failure since the last synchronize, naming its op. */
+tpj_status_t tpj_rt_synchronize(tpj_rt_t* rt, int device);
+void tpj_rt_set_launch_blocking(tpj_rt_t* rt, int on);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPJ_RT_RT_H_ */

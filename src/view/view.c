@@ -1,0 +1,212 @@
+#include "view/view.h"
+
+#include <string.h>
+
+int64_t tpj_view_numel(const tpj_view_t* v) {
+  int64_t n = 1;
+  for (int i = 0; i < v->ndim; ++i) n *= v->sizes[i];
+  return n;
+}
+
+int tpj_view_is_contiguous(const tpj_view_t* v) {
+  int64_t expected = 1;
+  for (int i = v->ndim - 1; i >= 0; --i) {
+    if (v->sizes[i] == 1) continue;
+    if (v->strides[i] != expected) return 0;
+    expected *= v->sizes[i];
+  }
+  return 1;
+}
+
+int tpj_view_is_natural(const tpj_view_t* v, tpj_dtype_t buf_dtype, const int64_t* buf_dims,
+                        int buf_ndim) {
+  if (v->dtype != buf_dtype || v->offset != 0 || !tpj_view_is_contiguous(v)) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < buf_ndim; ++i) n *= buf_dims[i];
+  return n == tpj_view_numel(v);
+}
+
+int64_t tpj_view_extent(const tpj_view_t* v) {
+  int64_t hi = v->offset;
+  for (int i = 0; i < v->ndim; ++i) {
+    if (v->sizes[i] == 0) return 0;
+    hi += (v->sizes[i] - 1) * v->strides[i];
+  }
+  return hi + 1;
+}
+
+/* The dims that move through memory: size > 1 and stride != 0, in the view's
+ * order, plus the order that sorts them by stride, largest first. */
+typedef struct {
+  int n;
+  int pos[TPJ_MAX_DIMS];     /* index into the view's dims */
+  int order[TPJ_MAX_DIMS];   /* indices into pos, by descending stride */
+} tpj_view_dims_t;
+
+static void tpj_view_real_dims(const tpj_view_t* v, tpj_view_dims_t* d) {
+  d->n = 0;
+  for (int i = 0; i < v->ndim; ++i)
+    if (v->sizes[i] > 1 && v->strides[i] != 0) d->pos[d->n++] = i;
+  for (int i = 0; i < d->n; ++i) d->order[i] = i;
+  /* insertion sort, stable, descending stride */
+  for (int i = 1; i < d->n; ++i) {
+    int k = d->order[i];
+    int j = i - 1;
+    while (j >= 0 && v->strides[d->pos[d->order[j]]] < v->strides[d->pos[k]]) {
+      d->order[j + 1] = d->order[j];
+      --j;
+    }
+    d->order[j + 1] = k;
+  }
+}
+
+static int tpj_view_dims_nest(const tpj_view_t* v, const tpj_view_dims_t* d) {
+  for (int k = 0; k + 1 < d->n; ++k) {
+    int a = d->pos[d->order[k]], c = d->pos[d->order[k + 1]];
+    if (v->strides[a] % v->strides[c] != 0) return 0;
+    if (v->strides[a] < v->sizes[c] * v->strides[c]) return 0;
+  }
+  for (int k = 0; k < d->n; ++k)
+    if (v->strides[d->pos[k]] < 0) return 0;
+  return 1;
+}
+
+int tpj_view_is_regular(const tpj_view_t* v) {
+  tpj_view_dims_t d;
+  tpj_view_real_dims(v, &d);
+  return tpj_view_dims_nest(v, &d);
+}
+
+/* Reinterprets buf as a 1-D array of dt (bitcast when the dtypes differ). */
+static tpj_hlo_value_t tpj_view_flatten(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
+                                        tpj_dtype_t dt) {
+  int64_t n = tpj_hlo_numel(&buf);
+  tpj_hlo_value_t flat = tpj_hlo_emit_reshape(b, buf, &n, 1);
+  if (buf.dtype == dt) return flat;
+  size_t from = tpj_dtype_size(buf.dtype), to = tpj_dtype_size(dt);
+  if (from == to) return tpj_hlo_emit_bitcast_convert(b, flat, dt, &n, 1);
+  if (from > to) {
+    /* one wide element becomes (from/to) narrow ones */
+    int64_t dims2[2] = {n, (int64_t)(from / to)};
+    tpj_hlo_value_t x = tpj_hlo_emit_bitcast_convert(b, flat, dt, dims2, 2);
+    int64_t m = n * (int64_t)(from / to);
+    return tpj_hlo_emit_reshape(b, x, &m, 1);
+  }
+  int64_t k = (int64_t)(to / from);
+  if (n % k != 0) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "a storage of %lld %s elements cannot be read as %s", (long long)n,
+                                    tpj_dtype_name(buf.dtype), tpj_dtype_name(dt)));
+    return flat;
+  }
+  int64_t dims2[2] = {n / k, k};
+  tpj_hlo_value_t x = tpj_hlo_emit_reshape(b, flat, dims2, 2);
+  int64_t m = n / k;
+  return tpj_hlo_emit_bitcast_convert(b, x, dt, &m, 1);
+}
+
+/* Reads the nested dims with slices and reshapes; returns a value whose dims
+ * are the real dims in descending-stride order. */
+static tpj_hlo_value_t tpj_view_read_nested(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                            const tpj_view_t* v, const tpj_view_dims_t* d) {
+  int64_t n = flat.dims[0];
+  int a0 = d->pos[d->order[0]];
+  int64_t span = v->sizes[a0] * v->strides[a0];
+  if (v->offset + span > n) {
+    int64_t lo = 0, hi = v->offset + span - n;
+    flat = tpj_hlo_emit_pad(b, flat, tpj_hlo_emit_zero(b, flat.dtype), &lo, &hi);
+  }
+  int64_t start = v->offset, limit = v->offset + span, one = 1;
+  tpj_hlo_value_t cur = tpj_hlo_emit_slice(b, flat, &start, &limit, &one);
+  int64_t dims[TPJ_MAX_DIMS + 1];
+  int nd = 0;
+  for (int k = 0; k < d->n; ++k) {
+    int a = d->pos[d->order[k]];
+    /* cur's last dim has length sizes[a] * strides[a]: split it */
+    dims[nd] = v->sizes[a];
+    dims[nd + 1] = v->strides[a];
+    cur = tpj_hlo_emit_reshape(b, cur, dims, nd + 2);
+    int64_t want = 1;
+    if (k + 1 < d->n) {
+      int c = d->pos[d->order[k + 1]];
+      want = v->sizes[c] * v->strides[c];
+    }
+    if (want != v->strides[a]) {
+      int64_t st[TPJ_MAX_DIMS + 1], li[TPJ_MAX_DIMS + 1], sd[TPJ_MAX_DIMS + 1];
+      for (int i = 0; i < nd + 2; ++i) {
+        st[i] = 0;
+        li[i] = dims[i];
+        sd[i] = 1;
+      }
+      li[nd + 1] = want;
+      cur = tpj_hlo_emit_slice(b, cur, st, li, sd);
+      dims[nd + 1] = want;
+    }
+    nd += 1;
+    if (k + 1 == d->n) {
+      /* drop the trailing length-1 dim */
+      cur = tpj_hlo_emit_reshape(b, cur, dims, nd);
+    } else {
+      /* keep the last dim as the next one to split */
+      dims[nd] = want;
+      cur = tpj_hlo_emit_reshape(b, cur, dims, nd + 1);
+    }
+  }
+  return cur;
+}
+
+/* Builds flat[offset + sum(i_k * stride_k)] with a gather; result dims are
+ * the real dims in the view's order. */
+static tpj_hlo_value_t tpj_view_read_gather(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                            const tpj_view_t* v, const tpj_view_dims_t* d) {
+  int64_t dims[TPJ_MAX_DIMS];
+  for (int k = 0; k < d->n; ++k) dims[k] = v->sizes[d->pos[k]];
+  tpj_hlo_value_t idx = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->offset), dims,
+                                                  d->n);
+  for (int k = 0; k < d->n; ++k) {
+    tpj_hlo_value_t io = tpj_hlo_emit_iota(b, TPJ_I64, dims, d->n, k);
+    tpj_hlo_value_t st = tpj_hlo_emit_broadcast_to(
+        b, tpj_hlo_emit_const_i64(b, v->strides[d->pos[k]]), dims, d->n);
+    idx = tpj_hlo_emit_binary(b, "stablehlo.add", idx,
+                              tpj_hlo_emit_binary(b, "stablehlo.multiply", io, st));
+  }
+  return tpj_hlo_emit_gather_1d(b, flat, idx);
+}
+
+tpj_hlo_value_t tpj_view_emit_read(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
+                                   const tpj_view_t* v) {
+  if (tpj_view_is_natural(v, buf.dtype, buf.dims, buf.ndim))
+    return tpj_hlo_emit_reshape(b, buf, v->sizes, v->ndim);
+  tpj_hlo_value_t flat = tpj_view_flatten(b, buf, v->dtype);
+  if (!tpj_hlo_ok(b)) return flat;
+  int64_t n = flat.dims[0];
+  if (tpj_view_numel(v) == 0 || v->offset < 0 || tpj_view_extent(v) > n) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_OUT_OF_RANGE,
+                                    "view (offset %lld, extent %lld) reaches past its storage "
+                                    "of %lld elements",
+                                    (long long)v->offset, (long long)tpj_view_extent(v),
+                                    (long long)n));
+    return flat;
+  }
+  tpj_view_dims_t d;
+  tpj_view_real_dims(v, &d);
+  tpj_hlo_value_t cur;
+  if (d.n == 0) {
+    int64_t start = v->offset, limit = v->offset + 1, one = 1;
+    cur = tpj_hlo_emit_reshape(b, tpj_hlo_emit_slice(b, flat, &start, &limit, &one), NULL, 0);
+  } else if (tpj_view_dims_nest(v, &d)) {
+    cur = tpj_view_read_nested(b, flat, v, &d);
+    /* from descending-stride order back to the view's order */
+    int64_t perm[TPJ_MAX_DIMS];
+    for (int k = 0; k < d.n; ++k)
+      for (int j = 0; j < d.n; ++j)
+        if (d.order[j] == k) perm[k] = j;
+    cur = tpj_hlo_emit_transpose(b, cur, perm);
+  } else {
+    cur = tpj_view_read_gather(b, flat, v, &d);
+  }
+  /* size-1 and stride-0 dims come back through broadcast_in_dim */
+  int64_t bdims[TPJ_MAX_DIMS];
+  for (int k = 0; k < d.n; ++k) bdims[k] = d.pos[k];
+  return tpj_hlo_emit_broadcast_in_dim(b, cur, v->sizes, v->ndim, bdims);
+}

@@ -1,0 +1,48 @@
+/* exec: ops run end to end on the plugin, results checked on the host. */
+#include <stdlib.h>
+
+#include "exec/exec.h"
+#include "rt/rt.h"
+#include "tpj_test.h"
+
+static tpj_rt_shape_t shape1(tpj_dtype_t dt, int64_t n) {
+  tpj_rt_shape_t s;
+  memset(&s, 0, sizeof(s));
+  s.dtype = dt;
+  s.ndim = 1;
+  s.dims[0] = n;
+  return s;
+}
+
+TPJ_TEST(exec_add_f32_with_alpha_and_cache_hit) {
+  tpj_rt_t* rt = tpj_test_rt();
+  TPJ_EXPECT(rt != NULL);
+  if (!rt) return;
+  tpj_exec_t* ex = NULL;
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40}, alpha = 2;
+  int64_t n = 4;
+  tpj_rt_buffer_t *ba, *bb, *bal;
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, a, &ba));
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, b, &bb));
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, NULL, 0, &alpha, &bal));
+  tpj_exec_arg_t args[3] = {{ba, 0, {0}}, {bb, 0, {0}}, {bal, 0, {0}}};
+  int64_t attrs[1] = {1};
+  tpj_rt_shape_t out = shape1(TPJ_F32, 4);
+  for (int rep = 0; rep < 2; ++rep) {
+    tpj_rt_buffer_t* r = NULL;
+    TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::add.Tensor", 0, args, 3, attrs, 1, &out, 1, &r));
+    float got[4];
+    TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, r, got, sizeof(got)));
+    for (int i = 0; i < 4; ++i) TPJ_EXPECT(got[i] == a[i] + 2 * b[i]);
+    tpj_rt_buffer_release(r);
+  }
+  tpj_exec_metrics_t m;
+  tpj_exec_get_metrics(ex, &m);
+  TPJ_EXPECT(m.compiles == 1);
+  TPJ_EXPECT(m.cache_hits == 1);
+  tpj_rt_buffer_release(ba);
+  tpj_rt_buffer_release(bb);
+  tpj_rt_buffer_release(bal);
+  tpj_exec_destroy(ex);
+}
