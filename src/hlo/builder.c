@@ -168,6 +168,23 @@ tpj_hlo_value_t tpj_hlo_emit_unary(tpj_hlo_builder_t* b, const char* name, tpj_h
   return r;
 }
 
+tpj_hlo_value_t tpj_hlo_emit_compare(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,
+                                     const char* dir) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &y)) return kInvalid;
+  if (x.dtype != y.dtype || !tpj_hlo_same_shape(&x, &y)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "compare: operands differ in dtype or shape"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, TPJ_BOOL, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[2] = {&x, &y};
+  tpj_hlo_begin_op(b, &r, "stablehlo.compare", ops, 2);
+  tpj_strbuf_printf(&b->body, " {comparison_direction = #stablehlo<comparison_direction %s>}",
+                    dir);
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
 tpj_hlo_value_t tpj_hlo_emit_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt) {
   if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
   if (x.dtype == dt) return x;

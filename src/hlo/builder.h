@@ -54,6 +54,10 @@ tpj_hlo_value_t tpj_hlo_arg(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t*
 tpj_hlo_value_t tpj_hlo_emit_binary(tpj_hlo_builder_t* b, const char* name,
                                     tpj_hlo_value_t x, tpj_hlo_value_t y);
 tpj_hlo_value_t tpj_hlo_emit_unary(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x);
+/* Elementwise comparison; dir is "EQ", "NE", "LT", "LE", "GT" or "GE".
+ * The result is bool. */
+tpj_hlo_value_t tpj_hlo_emit_compare(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,
+                                     const char* dir);
 tpj_hlo_value_t tpj_hlo_emit_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt);
 /* Same-total-bytes bitcast; see StableHLO bitcast_convert for the trailing
  * dimension rule when element sizes differ. */

@@ -67,7 +67,7 @@ tpj_status_t tpj_box_from_host(tpj_rt_t* rt, tpj_box_t* box, tpj_dtype_t dtype,
   int64_t n = 1;
   for (int i = 0; i < ndim; ++i) n *= dims[i];
   if ((size_t)n * tpj_dtype_size(dtype) != box->nbytes)
-    return tpj_status_make(TPJ_INTERNAL, "writing %lld bytes into a storage of %zu bytes",
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "writing %lld bytes into a storage of %zu bytes",
                            (long long)((size_t)n * tpj_dtype_size(dtype)), box->nbytes);
   tpj_rt_buffer_t* buf = NULL;
   TPJ_RETURN_IF_ERROR(tpj_rt_buffer_from_host(rt, box->device, dtype, dims, ndim, data, &buf));

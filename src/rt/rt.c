@@ -281,9 +281,11 @@ tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
                            dlerror());
   typedef const PJRT_Api* (*get_api_fn)(void);
   get_api_fn get_api = (get_api_fn)dlsym(lib, "GetPjrtApi");
-  if (!get_api)
+  if (!get_api) {
+    dlclose(lib);
     return tpj_status_make(TPJ_NOT_FOUND, "%s is not a PJRT plugin: it has no GetPjrtApi symbol",
                            plugin_path);
+  }
   const PJRT_Api* api = get_api();
   if (!api)
     return tpj_status_make(TPJ_INTERNAL, "GetPjrtApi() in %s returned NULL", plugin_path);
@@ -431,7 +433,7 @@ static PJRT_Buffer_Type tpj_rt_pjrt_type(tpj_dtype_t dt) {
   }
 }
 
-static tpj_rt_buffer_t* tpj_rt_buffer_wrap(PJRT_Buffer* b, tpj_dtype_t dtype,
+static tpj_rt_buffer_t* tpj_rt_buffer_wrap(const PJRT_Api* api, PJRT_Buffer* b, tpj_dtype_t dtype,
                                            const int64_t* dims, int ndim, int device) {
   tpj_rt_buffer_t* buf = (tpj_rt_buffer_t*)calloc(1, sizeof(*buf));
   if (!buf) return NULL;
@@ -441,6 +443,7 @@ static tpj_rt_buffer_t* tpj_rt_buffer_wrap(PJRT_Buffer* b, tpj_dtype_t dtype,
   buf->ndim = ndim;
   for (int i = 0; i < ndim; ++i) buf->dims[i] = dims[i];
   buf->device = device;
+  buf->api = api;
   atomic_fetch_add(&g_live_buffers, 1);
   return buf;
 }
@@ -452,9 +455,6 @@ static void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
   tpj_status_free(tpj_rt_status_from_pjrt(api, api->PJRT_Buffer_Destroy(&d),
                                           "PJRT_Buffer_Destroy"));
 }
-
-/* Buffers are released from c10 deleters that have no rt at hand. */
-static const PJRT_Api* g_api;
 
 tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
                                      const int64_t* dims, int ndim, const void* data,
@@ -469,7 +469,6 @@ tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype
     return tpj_status_make(TPJ_INVALID_ARGUMENT, "dtype %d has no PJRT buffer type", (int)dtype);
   static const char kDummy[16];
   const PJRT_Api* api = rt->api;
-  g_api = api;
   TPJ_ARGS(PJRT_Client_BufferFromHostBuffer_Args, a);
   a.client = rt->client;
   a.data = data ? data : kDummy;
@@ -484,7 +483,7 @@ tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype
     tpj_rt_pjrt_buffer_destroy(api, a.buffer);
     return s;
   }
-  *out_buf = tpj_rt_buffer_wrap(a.buffer, dtype, dims, ndim, device);
+  *out_buf = tpj_rt_buffer_wrap(api, a.buffer, dtype, dims, ndim, device);
   if (!*out_buf) {
     tpj_rt_pjrt_buffer_destroy(api, a.buffer);
     return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
@@ -538,7 +537,7 @@ tpj_status_t tpj_rt_buffer_copy_to_device(tpj_rt_t* rt, tpj_rt_buffer_t* buf, in
   a.buffer = (PJRT_Buffer*)buf->pjrt;
   a.dst_device = rt->devices[device];
   TPJ_PJRT(api, api->PJRT_Buffer_CopyToDevice(&a), "copying between devices");
-  *out_buf = tpj_rt_buffer_wrap(a.dst_buffer, buf->dtype, buf->dims, buf->ndim, device);
+  *out_buf = tpj_rt_buffer_wrap(api, a.dst_buffer, buf->dtype, buf->dims, buf->ndim, device);
   if (!*out_buf) {
     tpj_rt_pjrt_buffer_destroy(api, a.dst_buffer);
     return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
@@ -553,7 +552,7 @@ void tpj_rt_buffer_retain(tpj_rt_buffer_t* buf) {
 void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) {
   if (!buf) return;
   if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (g_api) tpj_rt_pjrt_buffer_destroy(g_api, (PJRT_Buffer*)buf->pjrt);
+  tpj_rt_pjrt_buffer_destroy((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
   atomic_fetch_sub(&g_live_buffers, 1);
   free(buf);
 }
@@ -713,7 +712,7 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
                                            op_name ? op_name : "execute");
   if (!s) {
     for (size_t i = 0; i < nouts; ++i) {
-      outs[i] = tpj_rt_buffer_wrap(outv[i], out_shapes[i].dtype, out_shapes[i].dims,
+      outs[i] = tpj_rt_buffer_wrap(api, outv[i], out_shapes[i].dtype, out_shapes[i].dims,
                                    out_shapes[i].ndim, device);
       if (!outs[i]) {
         tpj_rt_pjrt_buffer_destroy(api, outv[i]);

@@ -29,6 +29,7 @@ typedef struct tpj_rt_buffer {
   int ndim;
   int64_t dims[TPJ_MAX_DIMS];
   int device;            /* index into tpj_rt's addressable devices */
+  const void* api;       /* the PJRT_Api that destroys it (c10 deleters have no rt) */
 } tpj_rt_buffer_t;
 
 typedef struct {

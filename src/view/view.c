@@ -83,6 +83,14 @@ static tpj_hlo_value_t tpj_view_flatten(tpj_hlo_builder_t* b, tpj_hlo_value_t bu
   int64_t n = tpj_hlo_numel(&buf);
   tpj_hlo_value_t flat = tpj_hlo_emit_reshape(b, buf, &n, 1);
   if (buf.dtype == dt) return flat;
+  /* StableHLO's bool (i1) has no byte width to bitcast: go through bytes. */
+  if (dt == TPJ_BOOL) {
+    tpj_hlo_value_t bytes = tpj_view_flatten(b, flat, TPJ_U8);
+    tpj_hlo_value_t zero = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, TPJ_U8), bytes.dims,
+                                                     bytes.ndim);
+    return tpj_hlo_emit_compare(b, bytes, zero, "NE");
+  }
+  if (buf.dtype == TPJ_BOOL) return tpj_view_flatten(b, tpj_hlo_emit_convert(b, flat, TPJ_U8), dt);
   size_t from = tpj_dtype_size(buf.dtype), to = tpj_dtype_size(dt);
   if (from == to) return tpj_hlo_emit_bitcast_convert(b, flat, dt, &n, 1);
   if (from > to) {
@@ -122,15 +130,29 @@ static tpj_hlo_value_t tpj_view_read_nested(tpj_hlo_builder_t* b, tpj_hlo_value_
   int nd = 0;
   for (int k = 0; k < d->n; ++k) {
     int a = d->pos[d->order[k]];
-    /* cur's last dim has length sizes[a] * strides[a]: split it */
+    if (k + 1 == d->n) {
+      /* the innermost real dim: every strides[a]-th element of cur's last
+       * dim (length sizes[a] * strides[a]). A strided slice, not a split,
+       * so no intermediate value has more than d->n dims. */
+      int64_t st[TPJ_MAX_DIMS], li[TPJ_MAX_DIMS], sd[TPJ_MAX_DIMS];
+      for (int i = 0; i < nd; ++i) {
+        st[i] = 0;
+        li[i] = dims[i];
+        sd[i] = 1;
+      }
+      st[nd] = 0;
+      li[nd] = v->sizes[a] * v->strides[a];
+      sd[nd] = v->strides[a];
+      cur = tpj_hlo_emit_slice(b, cur, st, li, sd);
+      break;
+    }
+    /* cur's last dim has length sizes[a] * strides[a]: split it, keep the
+     * next dim's span of each stride-long row, and go on splitting that */
+    int c = d->pos[d->order[k + 1]];
+    int64_t want = v->sizes[c] * v->strides[c];
     dims[nd] = v->sizes[a];
     dims[nd + 1] = v->strides[a];
     cur = tpj_hlo_emit_reshape(b, cur, dims, nd + 2);
-    int64_t want = 1;
-    if (k + 1 < d->n) {
-      int c = d->pos[d->order[k + 1]];
-      want = v->sizes[c] * v->strides[c];
-    }
     if (want != v->strides[a]) {
       int64_t st[TPJ_MAX_DIMS + 1], li[TPJ_MAX_DIMS + 1], sd[TPJ_MAX_DIMS + 1];
       for (int i = 0; i < nd + 2; ++i) {
@@ -143,14 +165,6 @@ static tpj_hlo_value_t tpj_view_read_nested(tpj_hlo_builder_t* b, tpj_hlo_value_
       dims[nd + 1] = want;
     }
     nd += 1;
-    if (k + 1 == d->n) {
-      /* drop the trailing length-1 dim */
-      cur = tpj_hlo_emit_reshape(b, cur, dims, nd);
-    } else {
-      /* keep the last dim as the next one to split */
-      dims[nd] = want;
-      cur = tpj_hlo_emit_reshape(b, cur, dims, nd + 1);
-    }
   }
   return cur;
 }
@@ -180,7 +194,11 @@ tpj_hlo_value_t tpj_view_emit_read(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
   tpj_hlo_value_t flat = tpj_view_flatten(b, buf, v->dtype);
   if (!tpj_hlo_ok(b)) return flat;
   int64_t n = flat.dims[0];
-  if (tpj_view_numel(v) == 0 || v->offset < 0 || tpj_view_extent(v) > n) {
+  /* an empty view reads nothing, wherever it points */
+  if (tpj_view_numel(v) == 0)
+    return tpj_hlo_emit_broadcast_in_dim(b, tpj_hlo_emit_zero(b, v->dtype), v->sizes, v->ndim,
+                                         NULL);
+  if (v->offset < 0 || tpj_view_extent(v) > n) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_OUT_OF_RANGE,
                                     "view (offset %lld, extent %lld) reaches past its storage "
                                     "of %lld elements",

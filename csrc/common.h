@@ -1,0 +1,90 @@
+// torch_pjrt C++ glue: what PyTorch's dispatcher demands in C++, and nothing
+// else. Op semantics live in the C core (src/); this layer maps tensors to
+// storage boxes and views, and tpj_status_t to c10 exceptions.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Allocator.h>
+
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "exec/exec.h"
+#include "rt/box.h"
+#include "rt/rt.h"
+#include "view/view.h"
+}
+
+namespace torch_pjrt {
+
+// The one bridge from tpj_status_t to a c10 exception. Frees the status.
+[[noreturn]] void throw_status(tpj_status_t s, const char* context);
+
+#define TPJ_CHECK(expr)                                        \
+  do {                                                         \
+    tpj_status_t tpj_s_ = (expr);                              \
+    if (tpj_s_) ::torch_pjrt::throw_status(tpj_s_, __func__);  \
+  } while (0)
+
+// ---- runtime (runtime.cpp) -------------------------------------------------
+
+// Records which plugin to open; the open itself happens on first use.
+// error: when non-empty, no plugin was found and every use raises it.
+void configure(const std::string& plugin_path, int cpu_devices, const std::string& error);
+// The runtime, opened on first call; raises when there is no plugin.
+tpj_rt_t* rt();
+tpj_exec_t* exec();
+// Device count without raising (0 when the plugin cannot be opened).
+int device_count_noexcept();
+bool is_initialized();
+// Raises "invalid device ordinal" for an index out of range.
+void check_device_index(int64_t index);
+int current_device();
+void set_current_device(int index);
+
+// ---- storage (allocator.cpp) -----------------------------------------------
+
+c10::Allocator* allocator();
+// The box behind a tpu tensor's storage (never NULL for a tpu tensor).
+tpj_box_t* box_of(const at::Tensor& t);
+tpj_box_t* box_of(const c10::Storage& s);
+// Makes the storage nbytes long, keeping its first min(old, new) bytes.
+void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
+
+// ---- tensors <-> the C core (tensor.cpp) -----------------------------------
+
+tpj_dtype_t to_tpj_dtype(at::ScalarType t);
+tpj_view_t view_of(const at::Tensor& t);
+tpj_rt_shape_t shape_of(const at::Tensor& t);
+// Rejects sparse, quantized, nested and unsupported-dtype tensors by name.
+void check_supported(const at::Tensor& t, const char* op);
+// The box's buffer, first giving a never-written storage a zero buffer.
+tpj_rt_buffer_t* buffer_of(const at::Tensor& t);
+// True when t reads its box's buffer exactly (no slicing, same dtype).
+bool is_natural(const at::Tensor& t);
+// True when t is contiguous from offset 0 and covers its whole storage.
+bool covers_storage(const at::Tensor& t);
+
+// Owns the buffers an op call creates for runtime scalars.
+struct OpArgs {
+  std::vector<tpj_exec_arg_t> args;
+  std::vector<tpj_rt_buffer_t*> owned;
+  ~OpArgs();
+  void tensor(const at::Tensor& t);               // read through t's view
+  void scalar(const at::Scalar& s, at::ScalarType dt, int device);  // 0-d runtime argument
+};
+
+// Runs the table op on device; results go into the boxes of `outs`, which
+// must be fresh contiguous tensors covering their storages.
+void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,
+            const std::vector<at::Tensor>& outs);
+
+// A new contiguous tpu tensor holding t's values (as dtype, broadcast to
+// sizes), computed on t's device.
+at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes);
+
+// ---- fallbacks (fallback.cpp) ----------------------------------------------
+void count_fallback(const std::string& op);
+
+}  // namespace torch_pjrt

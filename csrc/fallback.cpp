@@ -1,0 +1,54 @@
+// The CPU fallback: an aten op with no tpu kernel runs on PyTorch's CPU
+// kernels, is counted, and with TORCH_PJRT_FALLBACK=error is refused.
+#include <ATen/native/CPUFallback.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "common.h"
+
+namespace torch_pjrt {
+namespace {
+
+std::mutex g_mu;
+std::map<std::string, int64_t> g_counts;
+
+bool fallback_is_error() {
+  const char* v = std::getenv("TORCH_PJRT_FALLBACK");
+  return v && std::string(v) == "error";
+}
+
+void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().operator_name();
+  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  TORCH_CHECK_NOT_IMPLEMENTED(!fallback_is_error(), full,
+                              " has no tpu lowering and TORCH_PJRT_FALLBACK=error forbids "
+                              "running it on the CPU");
+  count_fallback(full);
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+void count_fallback(const std::string& op) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_counts[op] += 1;
+}
+
+std::map<std::string, int64_t> fallback_counts() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_counts;
+}
+
+void reset_fallback_counts() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_counts.clear();
+}
+
+}  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::tpu_fallback>());
+}

@@ -1,0 +1,109 @@
+// torch_pjrt._C: the Python entry points of the glue.
+#include <torch/extension.h>
+
+#include <map>
+
+#include "common.h"
+
+namespace torch_pjrt {
+std::map<std::string, int64_t> fallback_counts();
+void reset_fallback_counts();
+}  // namespace torch_pjrt
+
+namespace {
+
+namespace tp = torch_pjrt;
+
+py::dict info() {
+  tpj_rt_t* r = tp::rt();
+  py::dict d;
+  int major, minor, hmajor, hminor;
+  tpj_rt_api_version(r, &major, &minor);
+  tpj_rt_header_version(&hmajor, &hminor);
+  d["plugin_path"] = tpj_rt_plugin_path(r);
+  d["platform"] = tpj_rt_platform_name(r);
+  d["platform_version"] = tpj_rt_platform_version(r);
+  d["pjrt_api_version"] = py::make_tuple(major, minor);
+  d["pjrt_header_version"] = py::make_tuple(hmajor, hminor);
+  d["attributes"] = tpj_rt_plugin_attributes(r);
+  py::list devs;
+  for (int i = 0; i < tpj_rt_device_count(r); ++i) {
+    py::dict dev;
+    dev["index"] = i;
+    dev["kind"] = tpj_rt_device_kind(r, i);
+    dev["description"] = tpj_rt_device_description(r, i);
+    devs.append(dev);
+  }
+  d["devices"] = devs;
+  return d;
+}
+
+py::dict metrics() {
+  tpj_exec_metrics_t m;
+  tpj_exec_get_metrics(tp::exec(), &m);
+  py::dict d;
+  d["compiles"] = m.compiles;
+  d["cache_hits"] = m.cache_hits;
+  d["cache_misses"] = m.cache_misses;
+  d["executions"] = m.executions;
+  d["evictions"] = m.evictions;
+  d["compile_seconds"] = m.compile_seconds;
+  d["cache_size"] = tpj_exec_cache_size(tp::exec());
+  return d;
+}
+
+py::dict memory_stats(int device) {
+  tpj_box_stats_t s;
+  tpj_box_get_stats(device, &s);
+  py::dict d;
+  d["allocated"] = s.allocated;
+  d["peak"] = s.peak;
+  d["num_allocs"] = s.num_allocs;
+  d["num_frees"] = s.num_frees;
+  return d;
+}
+
+py::object buffer_shape(const at::Tensor& t) {
+  TORCH_CHECK(t.device().is_privateuseone(), "expected a tpu tensor");
+  tpj_box_t* box = tp::box_of(t);
+  if (!box->buf) return py::none();
+  std::vector<int64_t> dims(box->buf->dims, box->buf->dims + box->buf->ndim);
+  return py::make_tuple(tpj_dtype_name(box->buf->dtype), dims,
+                        reinterpret_cast<uintptr_t>(box->buf));
+}
+
+py::list lowered_ops() {
+  py::list l;
+  for (int i = 0; i < tpj_ops_count(); ++i) l.append(tpj_ops_at(i)->name);
+  return l;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("_configure", &tp::configure, py::arg("plugin_path"), py::arg("cpu_devices"),
+        py::arg("error"));
+  m.def("_init", [] { tp::rt(); });
+  m.def("_is_initialized", &tp::is_initialized);
+  m.def("_device_count", &tp::device_count_noexcept);
+  m.def("_current_device", &tp::current_device);
+  m.def("_set_device", &tp::set_current_device);
+  m.def("_check_device", &tp::check_device_index);
+  m.def("_synchronize", [](int device) {
+    tpj_status_t s;
+    {
+      py::gil_scoped_release nogil;
+      s = tpj_rt_synchronize(tp::rt(), device);
+    }
+    if (s) tp::throw_status(s, "synchronize");
+  });
+  m.def("_info", &info);
+  m.def("_metrics", &metrics);
+  m.def("_memory_stats", &memory_stats);
+  m.def("_reset_peak_memory_stats", [](int device) { tpj_box_reset_peak(device); });
+  m.def("_live_buffers", [] { return tpj_rt_live_buffers(); });
+  m.def("_fallbacks", &tp::fallback_counts);
+  m.def("_reset_fallbacks", &tp::reset_fallback_counts);
+  m.def("_buffer_shape", &buffer_shape);
+  m.def("_lowered_ops", &lowered_ops);
+}

@@ -1,0 +1,112 @@
+// The process-wide runtime: the PJRT plugin is opened lazily on first use, so
+// `import torch` (which autoloads torch_pjrt) stays cheap.
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "common.h"
+
+namespace torch_pjrt {
+
+namespace {
+std::mutex g_mu;
+std::string g_plugin_path;
+std::string g_config_error = "torch_pjrt was not configured (import torch_pjrt)";
+int g_cpu_devices = 0;
+tpj_rt_t* g_rt = nullptr;
+tpj_exec_t* g_exec = nullptr;
+std::string g_open_error;
+thread_local int t_current_device = 0;
+
+void open_locked() {
+  if (g_rt || !g_open_error.empty()) return;
+  if (!g_config_error.empty()) {
+    g_open_error = g_config_error;
+    return;
+  }
+  tpj_rt_options_t opts{g_cpu_devices};
+  tpj_rt_t* rt = nullptr;
+  tpj_status_t s = tpj_rt_open(g_plugin_path.c_str(), &opts, &rt);
+  if (s) {
+    g_open_error = tpj_status_message(s);
+    tpj_status_free(s);
+    return;
+  }
+  const char* blocking = std::getenv("TORCH_PJRT_LAUNCH_BLOCKING");
+  tpj_rt_set_launch_blocking(rt, blocking && blocking[0] == '1');
+  int capacity = 1024;
+  if (const char* c = std::getenv("TORCH_PJRT_CACHE_SIZE")) capacity = std::atoi(c);
+  s = tpj_exec_create(rt, capacity, &g_exec);
+  if (s) {
+    g_open_error = tpj_status_message(s);
+    tpj_status_free(s);
+    tpj_rt_close(rt);
+    return;
+  }
+  g_rt = rt;
+}
+}  // namespace
+
+[[noreturn]] void throw_status(tpj_status_t s, const char* context) {
+  std::string msg = tpj_status_message(s);
+  tpj_status_code_t code = tpj_status_code(s);
+  tpj_status_free(s);
+  switch (code) {
+    case TPJ_OUT_OF_MEMORY:
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory: ", msg);
+    case TPJ_UNIMPLEMENTED:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
+    case TPJ_OUT_OF_RANGE:
+      TORCH_CHECK(false, msg);
+    default:
+      TORCH_CHECK(false, msg);
+  }
+}
+
+void configure(const std::string& plugin_path, int cpu_devices, const std::string& error) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  TORCH_CHECK(g_rt == nullptr, "torch_pjrt is already initialised");
+  g_plugin_path = plugin_path;
+  g_cpu_devices = cpu_devices;
+  g_config_error = error;
+  g_open_error.clear();
+}
+
+tpj_rt_t* rt() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  open_locked();
+  TORCH_CHECK(g_rt, g_open_error);
+  return g_rt;
+}
+
+tpj_exec_t* exec() {
+  rt();
+  return g_exec;
+}
+
+bool is_initialized() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_rt != nullptr;
+}
+
+int device_count_noexcept() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  open_locked();
+  return g_rt ? tpj_rt_device_count(g_rt) : 0;
+}
+
+void check_device_index(int64_t index) {
+  int n = tpj_rt_device_count(rt());
+  TORCH_CHECK(index >= 0 && index < n, "tpu error: invalid device ordinal ", index,
+              " (device count is ", n, ")");
+}
+
+int current_device() { return t_current_device; }
+
+void set_current_device(int index) {
+  check_device_index(index);
+  t_current_device = index;
+}
+
+}  // namespace torch_pjrt

@@ -1,0 +1,139 @@
+// Tensors as the C core sees them: a box, a buffer, a view; and the one call
+// that runs a table op eagerly.
+#include <c10/core/DeviceGuard.h>
+
+#include "common.h"
+
+namespace torch_pjrt {
+
+tpj_dtype_t to_tpj_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: return TPJ_BOOL;
+    case at::kByte: return TPJ_U8;
+    case at::kChar: return TPJ_I8;
+    case at::kShort: return TPJ_I16;
+    case at::kInt: return TPJ_I32;
+    case at::kLong: return TPJ_I64;
+    case at::kHalf: return TPJ_F16;
+    case at::kBFloat16: return TPJ_BF16;
+    case at::kFloat: return TPJ_F32;
+    case at::kDouble: return TPJ_F64;
+    case at::kComplexFloat: return TPJ_C64;
+    case at::kComplexDouble: return TPJ_C128;
+    default: return TPJ_DTYPE_INVALID;
+  }
+}
+
+void check_supported(const at::Tensor& t, const char* op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(t.layout() == at::kStrided, op, ": ", t.layout(),
+                              " tensors are not supported on tpu (only strided)");
+  TORCH_CHECK_NOT_IMPLEMENTED(!t.is_quantized(), op,
+                              ": quantized tensors are not supported on tpu (got ",
+                              t.scalar_type(), ")");
+  TORCH_CHECK_NOT_IMPLEMENTED(!t.is_nested(), op, ": nested tensors are not supported on tpu");
+  TORCH_CHECK_NOT_IMPLEMENTED(to_tpj_dtype(t.scalar_type()) != TPJ_DTYPE_INVALID, op,
+                              ": dtype ", t.scalar_type(), " is not supported on tpu");
+  TORCH_CHECK_NOT_IMPLEMENTED(t.dim() <= TPJ_MAX_DIMS, op, ": tensors of rank ", t.dim(),
+                              " are not supported on tpu (max ", TPJ_MAX_DIMS, ")");
+}
+
+tpj_view_t view_of(const at::Tensor& t) {
+  tpj_view_t v;
+  std::memset(&v, 0, sizeof(v));
+  v.dtype = to_tpj_dtype(t.scalar_type());
+  v.ndim = static_cast<int>(t.dim());
+  for (int i = 0; i < v.ndim; ++i) {
+    v.sizes[i] = t.size(i);
+    v.strides[i] = t.stride(i);
+  }
+  v.offset = t.storage_offset();
+  return v;
+}
+
+tpj_rt_shape_t shape_of(const at::Tensor& t) {
+  tpj_rt_shape_t s;
+  std::memset(&s, 0, sizeof(s));
+  s.dtype = to_tpj_dtype(t.scalar_type());
+  s.ndim = static_cast<int>(t.dim());
+  for (int i = 0; i < s.ndim; ++i) s.dims[i] = t.size(i);
+  return s;
+}
+
+tpj_rt_buffer_t* buffer_of(const at::Tensor& t) {
+  tpj_box_t* box = box_of(t);
+  if (!box->buf) {
+    // Reading a never-written storage: materialise zeros, as bytes.
+    std::vector<uint8_t> zeros(box->nbytes, 0);
+    int64_t n = static_cast<int64_t>(box->nbytes);
+    TPJ_CHECK(tpj_box_from_host(rt(), box, TPJ_U8, &n, 1, zeros.data()));
+  }
+  return box->buf;
+}
+
+bool is_natural(const at::Tensor& t) {
+  tpj_box_t* box = box_of(t);
+  if (!box->buf) return false;
+  tpj_view_t v = view_of(t);
+  return tpj_view_is_natural(&v, box->buf->dtype, box->buf->dims, box->buf->ndim) &&
+         tpj_rt_buffer_nbytes(box->buf) == box->nbytes;
+}
+
+bool covers_storage(const at::Tensor& t) {
+  return t.storage_offset() == 0 && t.is_contiguous() &&
+         static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
+}
+
+OpArgs::~OpArgs() {
+  for (auto* b : owned) tpj_rt_buffer_release(b);
+}
+
+void OpArgs::tensor(const at::Tensor& t) {
+  tpj_exec_arg_t a;
+  std::memset(&a, 0, sizeof(a));
+  a.buf = buffer_of(t);
+  a.has_view = 1;
+  a.view = view_of(t);
+  args.push_back(a);
+}
+
+void OpArgs::scalar(const at::Scalar& s, at::ScalarType dt, int device) {
+  // A 0-d CPU tensor of the wanted dtype gives the scalar's bytes.
+  at::Tensor host = at::scalar_tensor(s, at::TensorOptions().dtype(dt));
+  tpj_rt_buffer_t* buf = nullptr;
+  TPJ_CHECK(tpj_rt_buffer_from_host(rt(), device, to_tpj_dtype(dt), nullptr, 0,
+                                    host.data_ptr(), &buf));
+  owned.push_back(buf);
+  tpj_exec_arg_t a;
+  std::memset(&a, 0, sizeof(a));
+  a.buf = buf;
+  args.push_back(a);
+}
+
+void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,
+            const std::vector<at::Tensor>& outs) {
+  std::vector<tpj_rt_shape_t> shapes;
+  bool empty = true;
+  for (const auto& o : outs) {
+    TORCH_INTERNAL_ASSERT(covers_storage(o), op, ": output must be a fresh contiguous tensor");
+    shapes.push_back(shape_of(o));
+    if (o.numel() != 0) empty = false;
+  }
+  if (empty && !outs.empty()) return;  // nothing to compute
+  std::vector<tpj_rt_buffer_t*> results(outs.size(), nullptr);
+  TPJ_CHECK(tpj_exec_run(exec(), op, device, a.args.data(), static_cast<int>(a.args.size()),
+                         attrs.data(), static_cast<int>(attrs.size()), shapes.data(),
+                         static_cast<int>(shapes.size()), results.data()));
+  for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_of(outs[i]), results[i]);
+}
+
+at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes) {
+  c10::DeviceGuard guard(t.device());
+  at::Tensor out = at::empty(sizes, t.options().dtype(dtype));
+  if (out.numel() == 0) return out;
+  OpArgs a;
+  a.tensor(t);
+  run_op("tpj::view_copy", t.device().index(), a, {}, {out});
+  return out;
+}
+
+}  // namespace torch_pjrt

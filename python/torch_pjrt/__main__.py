@@ -1,0 +1,47 @@
+"""python -m torch_pjrt info: plugin, versions, devices, cache dir."""
+import os
+import sys
+
+
+def _info() -> int:
+    import torch
+
+    import torch_pjrt
+
+    p = torch_pjrt.plugin()
+    if p["error"]:
+        print(f"torch_pjrt {torch_pjrt.__version__}: {p['error']}", file=sys.stderr)
+        return 1
+    d = torch_pjrt.info()
+    cache = os.environ.get("TORCH_PJRT_CACHE_DIR",
+                           os.path.join(os.path.expanduser("~"), ".cache", "torch_pjrt"))
+    print(f"torch_pjrt       {d['torch_pjrt_version']}")
+    print(f"torch            {d['torch_version']}")
+    print(f"plugin           {d['plugin_path']}")
+    print(f"platform         {d['platform']} {d['platform_version']}".rstrip())
+    print("PJRT C API       plugin %d.%d, built with %d.%d" % (*d["pjrt_api_version"],
+                                                             *d["pjrt_header_version"]))
+    for line in d["attributes"].splitlines():
+        print(f"attribute        {line}")
+    print(f"cache dir        {cache}")
+    print(f"devices          {len(d['devices'])}")
+    for dev in d["devices"]:
+        print(f"  tpu:{dev['index']:<3} {dev['kind']}  {dev['description']}")
+    if torch.accelerator.is_available():
+        print(f"accelerator      {torch.accelerator.current_accelerator()}")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m torch_pjrt info")
+        return 0 if argv else 2
+    if argv[0] == "info":
+        return _info()
+    print(f"unknown command {argv[0]!r}; usage: python -m torch_pjrt info", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
