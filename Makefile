@@ -24,12 +24,15 @@ all: lib
 
 $(VENV)/.stamp-deps: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0 xla-cpu-pjrt pytest numpy setuptools wheel
 	touch $@
 
-setup: $(VENV)/.stamp-deps lib
-	$(PIP) install -q --no-build-isolation --no-deps -e .
+# The editable install (and the extension build) reruns only when a source changed.
+build/.stamp-ext: $(VENV)/.stamp-deps build/libtpj.a setup.py pyproject.toml $(wildcard csrc/*) $(wildcard python/torch_pjrt/*.py)
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(PIP) install -q --no-build-isolation --no-deps -e .
+	touch $@
+
+setup: build/.stamp-ext
 
 build/obj/%.o: src/%.c $(wildcard src/*/*.h) | $(VENV)/.stamp-deps
 	@mkdir -p $(dir $@)

@@ -6,6 +6,10 @@ import subprocess
 import sys
 
 from setuptools import setup
+
+# Importing torch autoloads installed device backends, this one included;
+# the build must not depend on a previously installed (maybe stale) copy.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))

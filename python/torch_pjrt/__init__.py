@@ -28,10 +28,6 @@ torch.utils.generate_methods_for_privateuse1_backend(
 __version__ = "0.1.0"
 
 
-def _autoload() -> None:
-    """Entry point for torch's device-backend autoloading; importing did it all."""
-
-
 def plugin() -> dict:
     """Which plugin was chosen, and why not, if none."""
     return {"path": _PLUGIN.path, "platform": _PLUGIN.platform, "error": _PLUGIN.error}

@@ -9,7 +9,8 @@ from . import _C
 
 __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device",
-    "set_device", "device", "synchronize", "get_device_name",
+    "set_device", "device", "synchronize", "get_device_name", "manual_seed",
+    "manual_seed_all", "initial_seed",
 ]
 
 
@@ -87,3 +88,28 @@ def get_device_name(device: Any = None) -> str:
     idx = _index(device)
     _C._check_device(idx)
     return _C._info()["devices"][idx]["kind"]
+
+
+# ---- seeds -------------------------------------------------------------------
+# torch.manual_seed() calls these. The tpu generator that consumes the seed
+# arrives with on-device random ops; until then random ops run through the
+# CPU fallback on PyTorch's CPU generator, which torch.manual_seed seeds too,
+# so results are reproducible either way.
+_seed = 0
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def manual_seed(seed: int) -> None:
+    global _seed
+    _seed = int(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    manual_seed(seed)
+
+
+def initial_seed() -> int:
+    return _seed
