@@ -52,6 +52,10 @@ tpj_box_t* box_of(const c10::Storage& s);
 // Makes the storage nbytes long, keeping its first min(old, new) bytes.
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
 
+// ---- pinned host memory (pinned.cpp) ---------------------------------------
+c10::Allocator* pinned_allocator();
+bool is_pinned(const void* data);
+
 // ---- tensors <-> the C core (tensor.cpp) -----------------------------------
 
 tpj_dtype_t to_tpj_dtype(at::ScalarType t);
@@ -73,12 +77,19 @@ struct OpArgs {
   ~OpArgs();
   void tensor(const at::Tensor& t);               // read through t's view
   void scalar(const at::Scalar& s, at::ScalarType dt, int device);  // 0-d runtime argument
+  void buffer(tpj_rt_buffer_t* b);                // used as it is (borrowed)
 };
 
 // Runs the table op on device; results go into the boxes of `outs`, which
 // must be fresh contiguous tensors covering their storages.
 void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,
             const std::vector<at::Tensor>& outs);
+
+// Writes into the view dst, on the device: value is a tpu tensor or a scalar
+// that broadcasts to dst (converted to dst's dtype). The storage gets a new
+// buffer; every alias of it sees the write.
+void write_view(const at::Tensor& dst, const at::Tensor& value);
+void write_view(const at::Tensor& dst, const at::Scalar& value);
 
 // A new contiguous tpu tensor holding t's values (as dtype, broadcast to
 // sizes), computed on t's device.

@@ -1,8 +1,7 @@
 // Transfers: host <-> device and device <-> device, for any view on either
-// side. Whole-storage destinations get a new buffer directly; a destination
-// that is part of a storage (a slice, a row, a permuted dense view) is
-// staged through the host in this version: exact, but slower than an
-// on-device update (the engine issue moves that onto the device).
+// side. A destination that covers its storage gets a new buffer directly;
+// one that is part of a storage (a slice, a row, a permuted view) is written
+// on the device by tpj::write_view (dynamic_update_slice or scatter).
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -11,42 +10,21 @@
 namespace torch_pjrt {
 namespace {
 
-void upload_flat(tpj_box_t* box, at::ScalarType dtype, const void* data) {
-  size_t item = c10::elementSize(dtype);
-  int64_t n;
-  tpj_dtype_t dt;
-  if (box->nbytes % item == 0) {
-    n = static_cast<int64_t>(box->nbytes / item);
-    dt = to_tpj_dtype(dtype);
-  } else {
-    n = static_cast<int64_t>(box->nbytes);
-    dt = TPJ_U8;
-  }
-  TPJ_CHECK(tpj_box_from_host(rt(), box, dt, &n, 1, data));
-}
-
-// A CPU tensor aliasing host bytes with t's dtype, sizes, strides, offset.
-at::Tensor host_alias(const at::Tensor& host_bytes, const at::Tensor& t) {
-  return at::empty({0}, t.options().device(at::kCPU))
-      .set_(host_bytes.storage(), t.storage_offset(), t.sizes(), t.strides());
-}
-
 void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst) {
   if (dst.numel() == 0) return;
-  tpj_box_t* box = box_of(dst);
-  if (covers_storage(dst)) {
-    at::Tensor h = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous().resolve_conj().resolve_neg();
+  at::Tensor h = src.to(dst.scalar_type()).contiguous().resolve_conj().resolve_neg();
+  if (covers_storage(dst) && h.sizes() == dst.sizes()) {
     tpj_rt_shape_t s = shape_of(dst);
-    TPJ_CHECK(tpj_box_from_host(rt(), box, s.dtype, s.dims, s.ndim, h.data_ptr()));
+    TPJ_CHECK(tpj_box_from_host(rt(), box_of(dst), s.dtype, s.dims, s.ndim, h.data_ptr()));
     return;
   }
-  size_t nbytes = dst.storage().nbytes();
-  at::Tensor bytes = at::empty({static_cast<int64_t>(nbytes)}, at::TensorOptions().dtype(at::kByte));
-  bool whole = dst.storage_offset() == 0 && dst.is_non_overlapping_and_dense() &&
-               static_cast<size_t>(dst.numel()) * dst.element_size() == nbytes;
-  if (!whole) TPJ_CHECK(tpj_box_to_host(rt(), box, bytes.data_ptr()));
-  host_alias(bytes, dst).copy_(src);
-  upload_flat(box, dst.scalar_type(), bytes.data_ptr());
+  // Upload the source as it is (broadcasting happens on the device), then
+  // write it into the destination's view there.
+  c10::DeviceGuard guard(dst.device());
+  at::Tensor staged = at::empty(h.sizes(), dst.options());
+  tpj_rt_shape_t s = shape_of(staged);
+  TPJ_CHECK(tpj_box_from_host(rt(), box_of(staged), s.dtype, s.dims, s.ndim, h.data_ptr()));
+  write_view(dst, staged);
 }
 
 }  // namespace
@@ -74,7 +52,7 @@ void copy_device_to_device(at::Tensor src, const at::Tensor& dst) {
     src = tmp;
   }
   if (!covers_storage(dst)) {
-    copy_host_to_device(to_host(src), dst);
+    write_view(dst, src);
     return;
   }
   at::Tensor s = src;
@@ -112,6 +90,35 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   return dst;
 }
 
+// Copies with the lazy conjugate or negative bit set on either side. Both
+// are resolved on the host: PyTorch's conjugate fallback would otherwise
+// clone through copy_ back into _copy_from without end.
+at::Tensor copy_from_lazy_bits(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  auto plain = [](const at::Tensor& t) {
+    at::Tensor p = t;
+    if (p.is_conj()) p = p.conj();     // drops the bit: a view of the stored values
+    if (p.is_neg()) p = at::_neg_view(p);
+    return p;
+  };
+  auto resolve_host = [](at::Tensor h, bool conj, bool neg) {
+    if (conj) h = h.conj();
+    if (neg) h = at::_neg_view(h);
+    return h.resolve_conj().resolve_neg();
+  };
+  at::Tensor src_plain = plain(self);
+  at::Tensor host = src_plain.device().is_cpu() ? src_plain.clone() : to_host(src_plain);
+  host = resolve_host(host, self.is_conj(), self.is_neg());
+  if (dst.device().is_cpu()) {
+    dst.copy_(host);
+    return dst;
+  }
+  // Writing into a view that reads as conj/neg of its storage: store the
+  // inverse, which is the same conj/neg again.
+  host = resolve_host(host, dst.is_conj(), dst.is_neg());
+  copy_from(host, plain(dst), non_blocking);
+  return dst;
+}
+
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
   return copy_from(self, dst, false);
@@ -119,6 +126,14 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 }  // namespace
 }  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", TORCH_FN(torch_pjrt::copy_from_lazy_bits));
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", TORCH_FN(torch_pjrt::copy_from_lazy_bits));
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(torch_pjrt::copy_from));

@@ -67,7 +67,8 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
     auto* box = static_cast<tpj_box_t*>(data);
     return at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(box->device));
   }
-  bool isPinnedPtr(const void*) const override { return false; }
+  bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     resize_storage_bytes(storage, newsize);
   }

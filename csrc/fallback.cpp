@@ -52,3 +52,37 @@ void reset_fallback_counts() {
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::tpu_fallback>());
 }
+
+namespace torch_pjrt {
+namespace {
+
+}  // namespace
+
+// Sparse and quantized tpu tensors would otherwise reach a dispatcher dump.
+void unsupported_layout(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  const auto& name = op.schema().operator_name();
+  TORCH_CHECK_NOT_IMPLEMENTED(false, name.name, ": sparse and quantized tensors are not supported "
+                              "on tpu (only dense strided tensors); convert with .to_dense() or "
+                              ".dequantize() on the CPU first");
+}
+
+}  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
+}
+
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
+}
+
+// A CSR/CSC tensor is assembled from dense parts without dispatching to the
+// sparse key; refuse it where the parts arrive on tpu.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_sparse_compressed_tensor_unsafe",
+         torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
+}

@@ -4,6 +4,8 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -143,8 +145,7 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
     a.scalar(value, self.scalar_type(), self.device().index());
     run_op("tpj::full", self.device().index(), a, {}, {self});
   } else {
-    // A fill of part of a storage (a slice, a row): the write-back path.
-    self.copy_(at::full(self.sizes(), value, self.options().device(at::kCPU)));
+    write_view(self, value);  // part of a storage: a slice, a row, a column
   }
   return self;
 }
@@ -161,6 +162,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(as_strided));
   m.impl("view", TORCH_FN(view));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Storage", TORCH_FN(set_storage));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_offset));

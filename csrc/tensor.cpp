@@ -62,10 +62,14 @@ tpj_rt_shape_t shape_of(const at::Tensor& t) {
 tpj_rt_buffer_t* buffer_of(const at::Tensor& t) {
   tpj_box_t* box = box_of(t);
   if (!box->buf) {
-    // Reading a never-written storage: materialise zeros, as bytes.
+    // Reading a never-written storage: materialise zeros, in the reader's
+    // dtype when the bytes divide into it (else as bytes).
     std::vector<uint8_t> zeros(box->nbytes, 0);
-    int64_t n = static_cast<int64_t>(box->nbytes);
-    TPJ_CHECK(tpj_box_from_host(rt(), box, TPJ_U8, &n, 1, zeros.data()));
+    size_t item = t.element_size();
+    bool typed = box->nbytes % item == 0;
+    int64_t n = static_cast<int64_t>(typed ? box->nbytes / item : box->nbytes);
+    TPJ_CHECK(tpj_box_from_host(rt(), box, typed ? to_tpj_dtype(t.scalar_type()) : TPJ_U8, &n, 1,
+                                zeros.data()));
   }
   return box->buf;
 }
@@ -107,6 +111,51 @@ void OpArgs::scalar(const at::Scalar& s, at::ScalarType dt, int device) {
   std::memset(&a, 0, sizeof(a));
   a.buf = buf;
   args.push_back(a);
+}
+
+void OpArgs::buffer(tpj_rt_buffer_t* b) {
+  tpj_exec_arg_t a;
+  std::memset(&a, 0, sizeof(a));
+  a.buf = b;
+  args.push_back(a);
+}
+
+namespace {
+void write_view_with(const at::Tensor& dst, OpArgs& a) {
+  tpj_box_t* box = box_of(dst);
+  size_t item = dst.element_size();
+  TORCH_CHECK_NOT_IMPLEMENTED(box->nbytes % item == 0, "writing a ", dst.scalar_type(),
+                              " view into a storage of ", box->nbytes, " bytes");
+  tpj_view_t v = view_of(dst);
+  int64_t attrs[TPJ_OP_MAX_ATTRS];
+  int na = tpj_view_to_attrs(&v, attrs, TPJ_OP_MAX_ATTRS);
+  TORCH_INTERNAL_ASSERT(na > 0);
+  tpj_rt_shape_t out;
+  std::memset(&out, 0, sizeof(out));
+  out.dtype = v.dtype;
+  out.ndim = 1;
+  out.dims[0] = static_cast<int64_t>(box->nbytes / item);
+  tpj_rt_buffer_t* result = nullptr;
+  TPJ_CHECK(tpj_exec_run(exec(), "tpj::write_view", dst.device().index(), a.args.data(),
+                         static_cast<int>(a.args.size()), attrs, na, &out, 1, &result));
+  tpj_box_set_buffer(box, result);
+}
+}  // namespace
+
+void write_view(const at::Tensor& dst, const at::Tensor& value) {
+  if (dst.numel() == 0) return;
+  OpArgs a;
+  a.buffer(buffer_of(dst));
+  a.tensor(value);
+  write_view_with(dst, a);
+}
+
+void write_view(const at::Tensor& dst, const at::Scalar& value) {
+  if (dst.numel() == 0) return;
+  OpArgs a;
+  a.buffer(buffer_of(dst));
+  a.scalar(value, dst.scalar_type(), dst.device().index());
+  write_view_with(dst, a);
 }
 
 void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,

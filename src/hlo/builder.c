@@ -185,6 +185,77 @@ tpj_hlo_value_t tpj_hlo_emit_compare(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tp
   return r;
 }
 
+static tpj_hlo_value_t tpj_hlo_emit_part(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                         const char* name) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  if (!tpj_dtype_is_complex(x.dtype)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "%s of a non-complex value", name));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype == TPJ_C64 ? TPJ_F32 : TPJ_F64, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, name, ops, 1);
+  tpj_hlo_end_op(b, &r, ops, 1);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_real(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  return tpj_hlo_emit_part(b, x, "stablehlo.real");
+}
+
+tpj_hlo_value_t tpj_hlo_emit_imag(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  return tpj_hlo_emit_part(b, x, "stablehlo.imag");
+}
+
+tpj_hlo_value_t tpj_hlo_emit_complex(tpj_hlo_builder_t* b, tpj_hlo_value_t re, tpj_hlo_value_t im) {
+  if (!tpj_hlo_check_valid(b, &re) || !tpj_hlo_check_valid(b, &im)) return kInvalid;
+  if (re.dtype != im.dtype || (re.dtype != TPJ_F32 && re.dtype != TPJ_F64) ||
+      !tpj_hlo_same_shape(&re, &im)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "complex needs two float32 or float64 values of one shape"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, re.dtype == TPJ_F32 ? TPJ_C64 : TPJ_C128, re.dims, re.ndim);
+  const tpj_hlo_value_t* ops[2] = {&re, &im};
+  tpj_hlo_begin_op(b, &r, "stablehlo.complex", ops, 2);
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_concatenate(tpj_hlo_builder_t* b, const tpj_hlo_value_t* xs, int n,
+                                         int dim) {
+  if (n < 1 || n > TPJ_HLO_MAX_ARGS) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "concatenate of %d values", n));
+    return kInvalid;
+  }
+  for (int i = 0; i < n; ++i)
+    if (!tpj_hlo_check_valid(b, &xs[i])) return kInvalid;
+  if (dim < 0 || dim >= xs[0].ndim) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "concatenate: bad dimension %d", dim));
+    return kInvalid;
+  }
+  int64_t dims[TPJ_MAX_DIMS];
+  for (int d = 0; d < xs[0].ndim; ++d) dims[d] = xs[0].dims[d];
+  dims[dim] = 0;
+  for (int i = 0; i < n; ++i) {
+    int ok = xs[i].dtype == xs[0].dtype && xs[i].ndim == xs[0].ndim;
+    for (int d = 0; ok && d < xs[0].ndim; ++d) ok = d == dim || xs[i].dims[d] == xs[0].dims[d];
+    if (!ok) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                      "concatenate: operand %d differs in dtype or shape", i));
+      return kInvalid;
+    }
+    dims[dim] += xs[i].dims[dim];
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, xs[0].dtype, dims, xs[0].ndim);
+  const tpj_hlo_value_t* ops[TPJ_HLO_MAX_ARGS];
+  for (int i = 0; i < n; ++i) ops[i] = &xs[i];
+  tpj_hlo_begin_op(b, &r, "stablehlo.concatenate", ops, n);
+  tpj_strbuf_printf(&b->body, " {dimension = %d : i64}", dim);
+  tpj_hlo_end_op(b, &r, ops, n);
+  return r;
+}
+
 tpj_hlo_value_t tpj_hlo_emit_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt) {
   if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
   if (x.dtype == dt) return x;
@@ -428,6 +499,67 @@ tpj_hlo_value_t tpj_hlo_emit_gather_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t fla
                     "false, slice_sizes = array<i64: 1>}",
                     idx.ndim);
   tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_update_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                          tpj_hlo_value_t update, const int64_t* start) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &update)) return kInvalid;
+  if (x.dtype != update.dtype || x.ndim != update.ndim) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "dynamic_update_slice: operand and update differ in dtype or rank"));
+    return kInvalid;
+  }
+  for (int i = 0; i < x.ndim; ++i) {
+    if (start[i] < 0 || start[i] + update.dims[i] > x.dims[i]) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                      "dynamic_update_slice: update does not fit at %lld in dim %d",
+                                      (long long)start[i], i));
+      return kInvalid;
+    }
+  }
+  tpj_hlo_value_t idx[TPJ_MAX_DIMS];
+  for (int i = 0; i < x.ndim; ++i) idx[i] = tpj_hlo_emit_const_i64(b, start[i]);
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[TPJ_MAX_DIMS + 2];
+  ops[0] = &x;
+  ops[1] = &update;
+  for (int i = 0; i < x.ndim; ++i) ops[2 + i] = &idx[i];
+  tpj_hlo_begin_op(b, &r, "stablehlo.dynamic_update_slice", ops, 2 + x.ndim);
+  tpj_hlo_end_op(b, &r, ops, 2 + x.ndim);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                        tpj_hlo_value_t idx, tpj_hlo_value_t upd) {
+  if (!tpj_hlo_check_valid(b, &flat) || !tpj_hlo_check_valid(b, &idx) ||
+      !tpj_hlo_check_valid(b, &upd))
+    return kInvalid;
+  if (flat.ndim != 1 || idx.dtype != TPJ_I64 || upd.dtype != flat.dtype ||
+      !tpj_hlo_same_shape(&idx, &upd)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "scatter_1d needs a 1-D operand, int64 indices and updates "
+                                    "of the indices' shape"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, flat.dtype, flat.dims, 1);
+  const tpj_hlo_value_t* ops[3] = {&flat, &idx, &upd};
+  tpj_hlo_begin_op(b, &r, "stablehlo.scatter", ops, 3);
+  tpj_strbuf_t* sb = &b->body;
+  /* the update computation keeps the new value: an overwrite */
+  tpj_strbuf_printf(sb, " ({\n    ^bb0(%%old%d: ", r.id);
+  tpj_hlo_print_type(sb, flat.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, ", %%new%d: ", r.id);
+  tpj_hlo_print_type(sb, flat.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, "):\n      \"stablehlo.return\"(%%new%d) : (", r.id);
+  tpj_hlo_print_type(sb, flat.dtype, NULL, 0);
+  tpj_strbuf_printf(sb,
+                    ") -> ()\n    }) {indices_are_sorted = false, scatter_dimension_numbers = "
+                    "#stablehlo.scatter<inserted_window_dims = [0], "
+                    "scatter_dims_to_operand_dims = [0], index_vector_dim = %d>, "
+                    "unique_indices = true}",
+                    idx.ndim);
+  tpj_hlo_end_op(b, &r, ops, 3);
   return r;
 }
 

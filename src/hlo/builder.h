@@ -58,6 +58,14 @@ tpj_hlo_value_t tpj_hlo_emit_unary(tpj_hlo_builder_t* b, const char* name, tpj_h
  * The result is bool. */
 tpj_hlo_value_t tpj_hlo_emit_compare(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,
                                      const char* dir);
+/* Real and imaginary parts of a complex value, and a complex value from
+ * two real ones. */
+tpj_hlo_value_t tpj_hlo_emit_real(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
+tpj_hlo_value_t tpj_hlo_emit_imag(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
+tpj_hlo_value_t tpj_hlo_emit_complex(tpj_hlo_builder_t* b, tpj_hlo_value_t re, tpj_hlo_value_t im);
+/* Concatenates xs (same dtype, same dims but `dim`) along dim. */
+tpj_hlo_value_t tpj_hlo_emit_concatenate(tpj_hlo_builder_t* b, const tpj_hlo_value_t* xs, int n,
+                                         int dim);
 tpj_hlo_value_t tpj_hlo_emit_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt);
 /* Same-total-bytes bitcast; see StableHLO bitcast_convert for the trailing
  * dimension rule when element sizes differ. */
@@ -88,6 +96,14 @@ tpj_hlo_value_t tpj_hlo_emit_iota(tpj_hlo_builder_t* b, tpj_dtype_t dt, const in
  * result has idx's dims and flat's dtype. */
 tpj_hlo_value_t tpj_hlo_emit_gather_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
                                        tpj_hlo_value_t idx);
+
+/* dynamic_update_slice with constant start indices (one per dim of x). */
+tpj_hlo_value_t tpj_hlo_emit_update_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                          tpj_hlo_value_t update, const int64_t* start);
+/* flat[idx] = upd elementwise (overwrite; the indices must be unique): flat
+ * is 1-D, idx is i64 with upd's dims. */
+tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                        tpj_hlo_value_t idx, tpj_hlo_value_t upd);
 
 /* Writes the whole module into out (cleared first). Returns the first
  * failure of any emitter, or of the text buffer. */

@@ -2,6 +2,7 @@
  * from PyTorch (ctx->outs[0]); operands are converted to it and broadcast
  * here, so type promotion is never re-implemented. */
 #include "ops/ops.h"
+#include "view/view.h"
 
 tpj_hlo_value_t tpj_ops_cast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt,
                                 const int64_t* dims, int ndim) {
@@ -48,4 +49,18 @@ void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   const tpj_rt_shape_t* o = &ctx->outs[0];
   results[0] = tpj_ops_cast_to(ctx->b, ctx->in[0], o->dtype, o->dims, o->ndim);
+}
+
+/* tpj::write_view: in[0] is a storage's current buffer (used as is), in[1]
+ * the value to write (any dtype and shape that broadcasts to the view);
+ * attrs hold the destination view. The result is the whole new storage, 1-D
+ * of the view's dtype. */
+void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_view_t v;
+  if (ctx->nin != 2 || tpj_view_from_attrs(ctx->attrs, ctx->nattrs, &v) < 0) {
+    tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "tpj::write_view: bad operands"));
+    return;
+  }
+  tpj_hlo_value_t x = tpj_ops_cast_to(ctx->b, ctx->in[1], v.dtype, v.sizes, v.ndim);
+  results[0] = tpj_view_emit_write(ctx->b, ctx->in[0], &v, x);
 }

@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 #define TPJ_OP_MAX_IN 16
-#define TPJ_OP_MAX_ATTRS 16
+#define TPJ_OP_MAX_ATTRS 64
 #define TPJ_OP_MAX_OUT 8
 
 /* What a lowering sees. Inputs are the op's tensor arguments in schema
@@ -51,6 +51,7 @@ void tpj_lower_add_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_mul_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::mul.Tensor", tpj_lower_mul_tensor},
     {"tpj::full", tpj_lower_full},
     {"tpj::view_copy", tpj_lower_view_copy},
+    {"tpj::write_view", tpj_lower_write_view},
 };
 
 int tpj_ops_count(void) { return (int)(sizeof(kOps) / sizeof(kOps[0])); }

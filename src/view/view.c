@@ -91,6 +91,34 @@ static tpj_hlo_value_t tpj_view_flatten(tpj_hlo_builder_t* b, tpj_hlo_value_t bu
     return tpj_hlo_emit_compare(b, bytes, zero, "NE");
   }
   if (buf.dtype == TPJ_BOOL) return tpj_view_flatten(b, tpj_hlo_emit_convert(b, flat, TPJ_U8), dt);
+  /* Nor does StableHLO bitcast complex values: a complex element is its
+   * (real, imag) pair of floats. */
+  if (tpj_dtype_is_complex(buf.dtype)) {
+    int64_t col[2] = {n, 1};
+    tpj_hlo_value_t parts[2] = {tpj_hlo_emit_reshape(b, tpj_hlo_emit_real(b, flat), col, 2),
+                                tpj_hlo_emit_reshape(b, tpj_hlo_emit_imag(b, flat), col, 2)};
+    int64_t m = 2 * n;
+    tpj_hlo_value_t pairs = tpj_hlo_emit_reshape(b, tpj_hlo_emit_concatenate(b, parts, 2, 1), &m, 1);
+    return tpj_view_flatten(b, pairs, dt);
+  }
+  if (tpj_dtype_is_complex(dt)) {
+    tpj_dtype_t part = dt == TPJ_C64 ? TPJ_F32 : TPJ_F64;
+    tpj_hlo_value_t reals = tpj_view_flatten(b, flat, part);
+    int64_t m = reals.dims[0];
+    if (m % 2 != 0) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                      "a storage of %lld bytes cannot be read as %s",
+                                      (long long)(m * (int64_t)tpj_dtype_size(part)),
+                                      tpj_dtype_name(dt)));
+      return reals;
+    }
+    int64_t dims2[2] = {m / 2, 2}, half = m / 2;
+    tpj_hlo_value_t p2 = tpj_hlo_emit_reshape(b, reals, dims2, 2);
+    int64_t s0[2] = {0, 0}, l0[2] = {m / 2, 1}, s1[2] = {0, 1}, l1[2] = {m / 2, 2}, st[2] = {1, 1};
+    tpj_hlo_value_t re = tpj_hlo_emit_reshape(b, tpj_hlo_emit_slice(b, p2, s0, l0, st), &half, 1);
+    tpj_hlo_value_t im = tpj_hlo_emit_reshape(b, tpj_hlo_emit_slice(b, p2, s1, l1, st), &half, 1);
+    return tpj_hlo_emit_complex(b, re, im);
+  }
   size_t from = tpj_dtype_size(buf.dtype), to = tpj_dtype_size(dt);
   if (from == to) return tpj_hlo_emit_bitcast_convert(b, flat, dt, &n, 1);
   if (from > to) {
@@ -227,4 +255,90 @@ tpj_hlo_value_t tpj_view_emit_read(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
   int64_t bdims[TPJ_MAX_DIMS];
   for (int k = 0; k < d.n; ++k) bdims[k] = d.pos[k];
   return tpj_hlo_emit_broadcast_in_dim(b, cur, v->sizes, v->ndim, bdims);
+}
+
+/* flat index of every element of v: offset + sum(iota_k * stride_k) */
+static tpj_hlo_value_t tpj_view_indices(tpj_hlo_builder_t* b, const tpj_view_t* v) {
+  tpj_hlo_value_t idx = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->offset),
+                                                  v->sizes, v->ndim);
+  for (int k = 0; k < v->ndim; ++k) {
+    if (v->sizes[k] == 1 || v->strides[k] == 0) continue;
+    tpj_hlo_value_t io = tpj_hlo_emit_iota(b, TPJ_I64, v->sizes, v->ndim, k);
+    tpj_hlo_value_t st = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->strides[k]),
+                                                   v->sizes, v->ndim);
+    idx = tpj_hlo_emit_binary(b, "stablehlo.add", idx,
+                              tpj_hlo_emit_binary(b, "stablehlo.multiply", io, st));
+  }
+  return idx;
+}
+
+tpj_hlo_value_t tpj_view_emit_write(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
+                                    const tpj_view_t* v, tpj_hlo_value_t x) {
+  tpj_hlo_value_t flat = tpj_view_flatten(b, buf, v->dtype);
+  if (!tpj_hlo_ok(b)) return flat;
+  int64_t n = flat.dims[0];
+  int64_t numel = tpj_view_numel(v);
+  if (numel == 0) return flat;
+  if (v->offset < 0 || tpj_view_extent(v) > n) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_OUT_OF_RANGE,
+                                    "write to a view (offset %lld, extent %lld) past its storage "
+                                    "of %lld elements",
+                                    (long long)v->offset, (long long)tpj_view_extent(v),
+                                    (long long)n));
+    return flat;
+  }
+  for (int k = 0; k < v->ndim; ++k) {
+    if (v->sizes[k] > 1 && v->strides[k] == 0) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                      "unsupported operation: more than one element of the "
+                                      "written-to tensor refers to a single memory location"));
+      return flat;
+    }
+  }
+  if (tpj_view_is_contiguous(v)) {
+    tpj_hlo_value_t x1 = tpj_hlo_emit_reshape(b, x, &numel, 1);
+    if (numel == n) return x1;
+    return tpj_hlo_emit_update_slice(b, flat, x1, &v->offset);
+  }
+  /* Scatter moves floats through the backend's arithmetic units, and XLA:CPU
+   * flushes bfloat16 subnormals there: move their bits as integers. */
+  tpj_dtype_t bits = TPJ_DTYPE_INVALID;
+  switch (v->dtype) {
+    case TPJ_F16: case TPJ_BF16: bits = TPJ_I16; break;
+    case TPJ_F32: bits = TPJ_I32; break;
+    case TPJ_F64: bits = TPJ_I64; break;
+    default: break;
+  }
+  tpj_hlo_value_t idx = tpj_view_indices(b, v);
+  if (bits == TPJ_DTYPE_INVALID) return tpj_hlo_emit_scatter_1d(b, flat, idx, x);
+  tpj_hlo_value_t fi = tpj_hlo_emit_bitcast_convert(b, flat, bits, flat.dims, 1);
+  tpj_hlo_value_t xi = tpj_hlo_emit_bitcast_convert(b, x, bits, x.dims, x.ndim);
+  tpj_hlo_value_t r = tpj_hlo_emit_scatter_1d(b, fi, idx, xi);
+  return tpj_hlo_emit_bitcast_convert(b, r, v->dtype, r.dims, 1);
+}
+
+int tpj_view_to_attrs(const tpj_view_t* v, int64_t* attrs, int cap) {
+  int need = 2 * v->ndim + 3;
+  if (need > cap) return -1;
+  attrs[0] = v->dtype;
+  attrs[1] = v->ndim;
+  attrs[2] = v->offset;
+  for (int i = 0; i < v->ndim; ++i) {
+    attrs[3 + i] = v->sizes[i];
+    attrs[3 + v->ndim + i] = v->strides[i];
+  }
+  return need;
+}
+
+int tpj_view_from_attrs(const int64_t* attrs, int n, tpj_view_t* out_v) {
+  if (n < 3 || attrs[1] < 0 || attrs[1] > TPJ_MAX_DIMS || n < 2 * attrs[1] + 3) return -1;
+  memset(out_v, 0, sizeof(*out_v));
+  out_v->dtype = (tpj_dtype_t)attrs[0];
+  out_v->ndim = (int)attrs[1];
+  out_v->offset = attrs[2];
+  for (int i = 0; i < out_v->ndim; ++i) {
+    out_v->sizes[i] = attrs[3 + i];
+    out_v->strides[i] = attrs[3 + out_v->ndim + i];
+  }
+  return 2 * out_v->ndim + 3;
 }

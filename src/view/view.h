@@ -42,6 +42,20 @@ int64_t tpj_view_extent(const tpj_view_t* v);
 tpj_hlo_value_t tpj_view_emit_read(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
                                    const tpj_view_t* v);
 
+/* Emits HLO that writes x (dims v->sizes, dtype v->dtype) into view v of
+ * the storage held by buf, returning the whole new storage as a 1-D array of
+ * v->dtype: a dynamic_update_slice when the view is one contiguous block, a
+ * scatter otherwise. A view whose elements overlap (stride 0 on a dim of
+ * size > 1) cannot be written and fails. */
+tpj_hlo_value_t tpj_view_emit_write(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
+                                    const tpj_view_t* v, tpj_hlo_value_t x);
+
+/* The view packed into / unpacked from op attributes (2 * ndim + 3 values),
+ * so a lowering can carry a destination view. Returns the count used, or -1
+ * when it does not fit in cap / the attributes are malformed. */
+int tpj_view_to_attrs(const tpj_view_t* v, int64_t* attrs, int cap);
+int tpj_view_from_attrs(const int64_t* attrs, int n, tpj_view_t* out_v);
+
 #ifdef __cplusplus
 }
 #endif
