@@ -1,8 +1,12 @@
-// Kernel glue for table ops: the output's dtype and shape come from PyTorch's
-// own promotion and broadcasting functions (at::result_type, infer_size),
-// then the operands go to the C core.
+// Kernel glue for the elementwise table ops. The output's dtype and shape
+// come from PyTorch's own promotion and broadcasting (at::result_type,
+// at::infer_size, c10::promoteTypes); the C core gets the operands, the
+// compute dtype, and the output. In-place and out= forms compute the
+// functional result and write it into the destination (sharing the buffer
+// when the destination is a whole storage, tpj::write_view otherwise).
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/BinaryOps.h>
+#include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -35,40 +39,218 @@ void add_operand(OpArgs& a, const at::Tensor& t, int device) {
   else a.tensor(t);
 }
 
-at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& other,
-                  const at::Scalar* alpha) {
+at::Tensor wrap(const at::Scalar& s) {
+  at::Tensor t = at::scalar_to_tensor(s);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+bool is_one(const at::Scalar& s) {
+  if (s.isComplex()) return s.toComplexDouble() == c10::complex<double>(1.0, 0.0);
+  if (s.isFloatingPoint()) return s.toDouble() == 1.0;
+  return s.toLong() == 1;
+}
+
+at::ScalarType default_float() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
+
+enum class Kind {
+  kArith,      // result in the common dtype (add, sub, mul, maximum, pow)
+  kTrueDiv,    // integers and bool promote to the default float
+  kCompare,    // compute in the common dtype, result bool
+};
+
+at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& other, Kind kind,
+                  const at::Scalar* alpha = nullptr) {
   check_supported(self, op);
   check_supported(other, op);
   c10::Device dev = common_device(op, {&self, &other});
-  at::ScalarType dtype = at::result_type(self, other);
-  if (alpha) at::native::alpha_check(dtype, *alpha);
+  at::ScalarType compute = at::result_type(self, other);
+  if (kind == Kind::kTrueDiv && c10::isIntegralType(compute, /*includeBool=*/true))
+    compute = default_float();
+  if (alpha) at::native::alpha_check(compute, *alpha);
+  if (std::string(op) == "aten::sub.Tensor") at::native::sub_check(self, other);
+  at::ScalarType out_dtype = kind == Kind::kCompare ? at::kBool : compute;
   auto sizes = at::infer_size(self.sizes(), other.sizes());
   c10::DeviceGuard guard(dev);
-  at::Tensor out = at::empty(sizes, self.options().dtype(dtype).device(dev));
+  at::Tensor out = at::empty(sizes, self.options().dtype(out_dtype).device(dev));
   OpArgs a;
   add_operand(a, self, dev.index());
   add_operand(a, other, dev.index());
-  std::vector<int64_t> attrs{0};
-  if (alpha && !(alpha->isIntegral(true) ? alpha->toLong() == 1 : alpha->toDouble() == 1.0)) {
-    attrs[0] = 1;
-    a.scalar(*alpha, out.scalar_type(), dev.index());
+  std::vector<int64_t> attrs{to_tpj_dtype(compute), 0};
+  if (alpha && !is_one(*alpha)) {
+    attrs[1] = 1;
+    a.scalar(*alpha, compute, dev.index());
   }
   run_op(op, dev.index(), a, attrs, {out});
   return out;
 }
 
-at::Tensor add_tensor(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return binary("aten::add.Tensor", self, other, &alpha);
+enum class UKind { kSame, kFloat };
+
+at::Tensor unary(const char* op, const at::Tensor& self, UKind kind) {
+  check_supported(self, op);
+  TORCH_INTERNAL_ASSERT(self.device().is_privateuseone());
+  at::ScalarType in = self.scalar_type();
+  TORCH_CHECK(!(in == at::kBool && std::string(op) == "aten::neg"),
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+              "to invert a mask, use the `~` or `logical_not()` operator instead.");
+  at::ScalarType compute = in;
+  if (kind == UKind::kFloat && c10::isIntegralType(in, /*includeBool=*/true))
+    compute = default_float();
+  at::ScalarType out_dtype = compute;
+  if (std::string(op) == "aten::abs" && c10::isComplexType(in)) out_dtype = c10::toRealValueType(in);
+  c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(out_dtype));
+  OpArgs a;
+  a.tensor(self);
+  run_op(op, self.device().index(), a, {to_tpj_dtype(compute)}, {out});
+  return out;
 }
 
-at::Tensor mul_tensor(const at::Tensor& self, const at::Tensor& other) {
-  return binary("aten::mul.Tensor", self, other, nullptr);
+at::Tensor where(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other) {
+  const char* op = "aten::where.self";
+  check_supported(cond, op);
+  check_supported(self, op);
+  check_supported(other, op);
+  c10::Device dev = common_device(op, {&cond, &self, &other});
+  at::ScalarType dtype = at::result_type(self, other);
+  auto sizes = at::infer_size(at::infer_size(cond.sizes(), self.sizes()), other.sizes());
+  c10::DeviceGuard guard(dev);
+  at::Tensor out = at::empty(sizes, self.options().dtype(dtype).device(dev));
+  OpArgs a;
+  add_operand(a, cond, dev.index());
+  add_operand(a, self, dev.index());
+  add_operand(a, other, dev.index());
+  run_op(op, dev.index(), a, {to_tpj_dtype(dtype)}, {out});
+  return out;
+}
+
+// Writes result into dst (same device) as PyTorch's in-place and out= forms
+// do: the result must cast to dst's dtype and match its shape.
+void assign(const at::Tensor& dst, const at::Tensor& result, const char* op) {
+  TORCH_CHECK(c10::canCast(result.scalar_type(), dst.scalar_type()), "result type ",
+              result.scalar_type(), " can't be cast to the desired output type ",
+              dst.scalar_type());
+  TORCH_CHECK(dst.sizes() == result.sizes(), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", result.sizes());
+  TORCH_CHECK(dst.device() == result.device(), op, ": expected the output on ", result.device(),
+              ", got ", dst.device());
+  if (dst.numel() == 0) return;
+  if (covers_storage(dst) && dst.scalar_type() == result.scalar_type()) {
+    tpj_rt_buffer_t* buf = buffer_of(result);
+    tpj_rt_buffer_retain(buf);
+    tpj_box_set_buffer(box_of(dst), buf);
+  } else {
+    write_view(dst, result);  // converts to dst's dtype on the device
+  }
+}
+
+at::Tensor& out_form(at::Tensor& out, const at::Tensor& result, const char* op) {
+  at::native::resize_output(out, result.sizes());
+  assign(out, result, op);
+  return out;
 }
 
 }  // namespace
 }  // namespace torch_pjrt
 
+namespace {
+using torch_pjrt::Kind;
+using torch_pjrt::UKind;
+using at::Scalar;
+using at::Tensor;
+namespace tp = torch_pjrt;
+
+#define TPJ_BINARY_FAMILY(aten, op, kind)                                                    \
+  m.impl(aten ".Tensor", [](const Tensor& a, const Tensor& b) {                              \
+    return tp::binary(op, a, b, kind);                                                       \
+  });                                                                                        \
+  m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                        \
+    tp::assign(a, tp::binary(op, a, b, kind), op);                                           \
+    return a;                                                                                \
+  });                                                                                        \
+  m.impl(aten ".out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {           \
+    return tp::out_form(o, tp::binary(op, a, b, kind), op);                                  \
+  });
+
+#define TPJ_ALPHA_FAMILY(aten, op)                                                           \
+  m.impl(aten ".Tensor", [](const Tensor& a, const Tensor& b, const Scalar& alpha) {         \
+    return tp::binary(op, a, b, Kind::kArith, &alpha);                                       \
+  });                                                                                        \
+  m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b, const Scalar& alpha) -> Tensor& {   \
+    tp::assign(a, tp::binary(op, a, b, Kind::kArith, &alpha), op);                           \
+    return a;                                                                                \
+  });                                                                                        \
+  m.impl(aten ".out",                                                                        \
+         [](const Tensor& a, const Tensor& b, const Scalar& alpha, Tensor& o) -> Tensor& {   \
+           return tp::out_form(o, tp::binary(op, a, b, Kind::kArith, &alpha), op);           \
+         });
+
+#define TPJ_COMPARE_FAMILY(aten, op)                                                         \
+  m.impl(aten ".Tensor", [](const Tensor& a, const Tensor& b) {                              \
+    return tp::binary(op ".Tensor", a, b, Kind::kCompare);                                   \
+  });                                                                                        \
+  m.impl(aten ".Scalar", [](const Tensor& a, const Scalar& b) {                              \
+    return tp::binary(op ".Scalar", a, tp::wrap(b), Kind::kCompare);                         \
+  });                                                                                        \
+  m.impl(aten ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {    \
+    return tp::out_form(o, tp::binary(op ".Tensor", a, b, Kind::kCompare), op);              \
+  });                                                                                        \
+  m.impl(aten ".Scalar_out", [](const Tensor& a, const Scalar& b, Tensor& o) -> Tensor& {    \
+    return tp::out_form(o, tp::binary(op ".Scalar", a, tp::wrap(b), Kind::kCompare), op);    \
+  });
+
+#define TPJ_UNARY_FAMILY(aten, op, kind)                                                     \
+  m.impl(aten, [](const Tensor& a) { return tp::unary(op, a, kind); });                      \
+  m.impl(aten "_", [](Tensor& a) -> Tensor& {                                                \
+    tp::assign(a, tp::unary(op, a, kind), op);                                               \
+    return a;                                                                                \
+  });                                                                                        \
+  m.impl(aten ".out", [](const Tensor& a, Tensor& o) -> Tensor& {                            \
+    return tp::out_form(o, tp::unary(op, a, kind), op);                                      \
+  });
+
+}  // namespace
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("add.Tensor", TORCH_FN(torch_pjrt::add_tensor));
-  m.impl("mul.Tensor", TORCH_FN(torch_pjrt::mul_tensor));
+  TPJ_ALPHA_FAMILY("add", "aten::add.Tensor")
+  TPJ_ALPHA_FAMILY("sub", "aten::sub.Tensor")
+  TPJ_BINARY_FAMILY("mul", "aten::mul.Tensor", Kind::kArith)
+  TPJ_BINARY_FAMILY("div", "aten::div.Tensor", Kind::kTrueDiv)
+  m.impl("maximum", [](const Tensor& a, const Tensor& b) {
+    return tp::binary("aten::maximum", a, b, Kind::kArith);
+  });
+  m.impl("minimum", [](const Tensor& a, const Tensor& b) {
+    return tp::binary("aten::minimum", a, b, Kind::kArith);
+  });
+  m.impl("pow.Tensor_Tensor", [](const Tensor& a, const Tensor& b) {
+    return tp::binary("aten::pow.Tensor_Tensor", a, b, Kind::kArith);
+  });
+  m.impl("pow.Tensor_Scalar", [](const Tensor& a, const Scalar& b) {
+    return tp::binary("aten::pow.Tensor_Scalar", a, tp::wrap(b), Kind::kArith);
+  });
+  TPJ_COMPARE_FAMILY("eq", "aten::eq")
+  TPJ_COMPARE_FAMILY("ne", "aten::ne")
+  TPJ_COMPARE_FAMILY("lt", "aten::lt")
+  TPJ_COMPARE_FAMILY("le", "aten::le")
+  TPJ_COMPARE_FAMILY("gt", "aten::gt")
+  TPJ_COMPARE_FAMILY("ge", "aten::ge")
+  TPJ_UNARY_FAMILY("exp", "aten::exp", UKind::kFloat)
+  TPJ_UNARY_FAMILY("log", "aten::log", UKind::kFloat)
+  TPJ_UNARY_FAMILY("sin", "aten::sin", UKind::kFloat)
+  TPJ_UNARY_FAMILY("cos", "aten::cos", UKind::kFloat)
+  TPJ_UNARY_FAMILY("tanh", "aten::tanh", UKind::kFloat)
+  TPJ_UNARY_FAMILY("sqrt", "aten::sqrt", UKind::kFloat)
+  TPJ_UNARY_FAMILY("rsqrt", "aten::rsqrt", UKind::kFloat)
+  TPJ_UNARY_FAMILY("sigmoid", "aten::sigmoid", UKind::kFloat)
+  TPJ_UNARY_FAMILY("log1p", "aten::log1p", UKind::kFloat)
+  TPJ_UNARY_FAMILY("expm1", "aten::expm1", UKind::kFloat)
+  TPJ_UNARY_FAMILY("neg", "aten::neg", UKind::kSame)
+  TPJ_UNARY_FAMILY("abs", "aten::abs", UKind::kSame)
+  m.impl("where.self", TORCH_FN(tp::where));
+  m.impl("relu", [](const Tensor& a) { return tp::unary("aten::relu", a, UKind::kSame); });
+  m.impl("relu_", [](Tensor& a) -> Tensor& {
+    tp::assign(a, tp::unary("aten::relu", a, UKind::kSame), "aten::relu");
+    return a;
+  });
 }

@@ -160,8 +160,32 @@ tpj_hlo_value_t tpj_hlo_emit_binary(tpj_hlo_builder_t* b, const char* name, tpj_
 }
 
 tpj_hlo_value_t tpj_hlo_emit_unary(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x) {
-  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  return tpj_hlo_emit_unary_to(b, name, x, x.dtype);
+}
+
+tpj_hlo_value_t tpj_hlo_emit_select(tpj_hlo_builder_t* b, tpj_hlo_value_t cond,
+                                    tpj_hlo_value_t x, tpj_hlo_value_t y) {
+  if (!tpj_hlo_check_valid(b, &cond) || !tpj_hlo_check_valid(b, &x) ||
+      !tpj_hlo_check_valid(b, &y))
+    return kInvalid;
+  if (cond.dtype != TPJ_BOOL || x.dtype != y.dtype || !tpj_hlo_same_shape(&x, &y) ||
+      !tpj_hlo_same_shape(&cond, &x)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "select needs a bool condition and two like operands of "
+                                    "one shape"));
+    return kInvalid;
+  }
   tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[3] = {&cond, &x, &y};
+  tpj_hlo_begin_op(b, &r, "stablehlo.select", ops, 3);
+  tpj_hlo_end_op(b, &r, ops, 3);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_unary_to(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x,
+                                      tpj_dtype_t dt) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, dt, x.dims, x.ndim);
   const tpj_hlo_value_t* ops[1] = {&x};
   tpj_hlo_begin_op(b, &r, name, ops, 1);
   tpj_hlo_end_op(b, &r, ops, 1);

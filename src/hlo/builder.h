@@ -54,6 +54,12 @@ tpj_hlo_value_t tpj_hlo_arg(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t*
 tpj_hlo_value_t tpj_hlo_emit_binary(tpj_hlo_builder_t* b, const char* name,
                                     tpj_hlo_value_t x, tpj_hlo_value_t y);
 tpj_hlo_value_t tpj_hlo_emit_unary(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x);
+/* A unary op whose result dtype differs from its operand's (abs of complex). */
+tpj_hlo_value_t tpj_hlo_emit_unary_to(tpj_hlo_builder_t* b, const char* name, tpj_hlo_value_t x,
+                                      tpj_dtype_t dt);
+/* select(cond, x, y): cond is bool, x and y agree; all of one shape. */
+tpj_hlo_value_t tpj_hlo_emit_select(tpj_hlo_builder_t* b, tpj_hlo_value_t cond,
+                                    tpj_hlo_value_t x, tpj_hlo_value_t y);
 /* Elementwise comparison; dir is "EQ", "NE", "LT", "LE", "GT" or "GE".
  * The result is bool. */
 tpj_hlo_value_t tpj_hlo_emit_compare(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,

@@ -1,6 +1,8 @@
 /* ops/elementwise: binary arithmetic and fills. Output dtype and shape come
  * from PyTorch (ctx->outs[0]); operands are converted to it and broadcast
  * here, so type promotion is never re-implemented. */
+#include <string.h>
+
 #include "ops/ops.h"
 #include "view/view.h"
 
@@ -9,32 +11,129 @@ tpj_hlo_value_t tpj_ops_cast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dty
   return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_convert(b, x, dt), dims, ndim);
 }
 
+/* Elementwise ops share one attribute layout: attrs[0] is the dtype the
+ * computation runs in (PyTorch's common dtype; 0 means the output's), and for
+ * add/sub attrs[1] != 0 says in[2] is alpha. Operands are converted to the
+ * compute dtype and broadcast to the output's dims; the result is converted
+ * to the output's dtype. */
+static tpj_dtype_t tpj_compute_dtype(const tpj_op_ctx_t* ctx) {
+  if (ctx->nattrs > 0 && ctx->attrs[0] > 0 && ctx->attrs[0] < TPJ_DTYPE_COUNT)
+    return (tpj_dtype_t)ctx->attrs[0];
+  return ctx->outs[0].dtype;
+}
+
+static int tpj_need_inputs(tpj_op_ctx_t* ctx, int n, const char* op) {
+  if (ctx->nin >= n) return 1;
+  tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s needs %d operands", op, n));
+  return 0;
+}
+
 static void tpj_lower_binary(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const char* op,
                              const char* bool_op) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 2) {
-    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "%s needs two operands", op));
+  if (!tpj_need_inputs(ctx, 2, op)) return;
+  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  const char* name = cd == TPJ_BOOL && bool_op ? bool_op : op;
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t y = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  if (ctx->nattrs > 1 && ctx->attrs[1] && ctx->nin > 2) {
+    tpj_hlo_value_t alpha = tpj_ops_cast_to(b, ctx->in[2], cd, o->dims, o->ndim);
+    y = tpj_hlo_emit_binary(b, cd == TPJ_BOOL ? "stablehlo.and" : "stablehlo.multiply", y, alpha);
+  }
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_binary(b, name, x, y), o->dtype);
+}
+
+static void tpj_lower_unary(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const char* op) {
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 1, op)) return;
+  tpj_hlo_value_t x = tpj_ops_cast_to(ctx->b, ctx->in[0], tpj_compute_dtype(ctx), o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_convert(ctx->b, tpj_hlo_emit_unary(ctx->b, op, x), o->dtype);
+}
+
+static void tpj_lower_compare(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const char* dir) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 2, dir)) return;
+  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t y = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_compare(b, x, y, dir), o->dtype);
+}
+
+#define TPJ_BINARY(fn, op, bool_op) \
+  void fn(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_lower_binary(ctx, r, op, bool_op); }
+#define TPJ_UNARY(fn, op) \
+  void fn(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_lower_unary(ctx, r, op); }
+#define TPJ_COMPARE(fn, dir) \
+  void fn(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_lower_compare(ctx, r, dir); }
+
+TPJ_BINARY(tpj_lower_add_tensor, "stablehlo.add", "stablehlo.or")
+TPJ_BINARY(tpj_lower_mul_tensor, "stablehlo.multiply", "stablehlo.and")
+TPJ_BINARY(tpj_lower_sub_tensor, "stablehlo.subtract", NULL)
+TPJ_BINARY(tpj_lower_div_tensor, "stablehlo.divide", NULL)
+TPJ_BINARY(tpj_lower_maximum, "stablehlo.maximum", "stablehlo.or")
+TPJ_BINARY(tpj_lower_minimum, "stablehlo.minimum", "stablehlo.and")
+TPJ_BINARY(tpj_lower_pow, "stablehlo.power", NULL)
+
+TPJ_UNARY(tpj_lower_exp, "stablehlo.exponential")
+TPJ_UNARY(tpj_lower_log, "stablehlo.log")
+TPJ_UNARY(tpj_lower_sin, "stablehlo.sine")
+TPJ_UNARY(tpj_lower_cos, "stablehlo.cosine")
+TPJ_UNARY(tpj_lower_tanh, "stablehlo.tanh")
+TPJ_UNARY(tpj_lower_sqrt, "stablehlo.sqrt")
+TPJ_UNARY(tpj_lower_rsqrt, "stablehlo.rsqrt")
+TPJ_UNARY(tpj_lower_sigmoid, "stablehlo.logistic")
+TPJ_UNARY(tpj_lower_log1p, "stablehlo.log_plus_one")
+TPJ_UNARY(tpj_lower_expm1, "stablehlo.exponential_minus_one")
+TPJ_UNARY(tpj_lower_neg, "stablehlo.negate")
+
+TPJ_COMPARE(tpj_lower_eq, "EQ")
+TPJ_COMPARE(tpj_lower_ne, "NE")
+TPJ_COMPARE(tpj_lower_lt, "LT")
+TPJ_COMPARE(tpj_lower_le, "LE")
+TPJ_COMPARE(tpj_lower_gt, "GT")
+TPJ_COMPARE(tpj_lower_ge, "GE")
+
+/* abs: a complex input gives its (real) magnitude. */
+void tpj_lower_abs(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 1, "abs")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], tpj_compute_dtype(ctx), o->dims, o->ndim);
+  if (x.dtype == TPJ_BOOL || x.dtype == TPJ_U8) {
+    results[0] = tpj_hlo_emit_convert(b, x, o->dtype);  /* already non-negative */
     return;
   }
-  const char* name = o->dtype == TPJ_BOOL ? bool_op : op;
-  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
-  tpj_hlo_value_t y = tpj_ops_cast_to(b, ctx->in[1], o->dtype, o->dims, o->ndim);
-  /* attrs[0] != 0: in[2] is alpha, a runtime scalar that scales y */
-  if (ctx->nattrs > 0 && ctx->attrs[0] && ctx->nin > 2) {
-    tpj_hlo_value_t alpha = tpj_ops_cast_to(b, ctx->in[2], o->dtype, o->dims, o->ndim);
-    y = tpj_hlo_emit_binary(b, o->dtype == TPJ_BOOL ? "stablehlo.and" : "stablehlo.multiply",
-                            y, alpha);
+  if (tpj_dtype_is_complex(x.dtype)) {
+    /* StableHLO's abs of a complex value is its real magnitude */
+    tpj_dtype_t part = x.dtype == TPJ_C64 ? TPJ_F32 : TPJ_F64;
+    results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_unary_to(b, "stablehlo.abs", x, part),
+                                      o->dtype);
+    return;
   }
-  results[0] = tpj_hlo_emit_binary(b, name, x, y);
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_unary(b, "stablehlo.abs", x), o->dtype);
 }
 
-void tpj_lower_add_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  tpj_lower_binary(ctx, results, "stablehlo.add", "stablehlo.or");
+/* relu: max(x, 0) in the input's dtype. */
+void tpj_lower_relu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 1, "relu")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t z = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, o->dtype), o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_binary(b, "stablehlo.maximum", x, z);
 }
 
-void tpj_lower_mul_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  tpj_lower_binary(ctx, results, "stablehlo.multiply", "stablehlo.and");
+/* where(cond, a, b): attrs[0] is the dtype a and b are promoted to. */
+void tpj_lower_where(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 3, "where")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t c = tpj_ops_cast_to(b, ctx->in[0], TPJ_BOOL, o->dims, o->ndim);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[1], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t y = tpj_ops_cast_to(b, ctx->in[2], o->dtype, o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_select(b, c, x, y);
 }
 
 /* tpj::full: in[0] is the 0-d fill value; the output is outs[0]. */

@@ -27,11 +27,11 @@ TPJ_TEST(exec_add_f32_with_alpha_and_cache_hit) {
   TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, b, &bb));
   TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, NULL, 0, &alpha, &bal));
   tpj_exec_arg_t args[3] = {{ba, 0, {0}}, {bb, 0, {0}}, {bal, 0, {0}}};
-  int64_t attrs[1] = {1};
+  int64_t attrs[2] = {0, 1};
   tpj_rt_shape_t out = shape1(TPJ_F32, 4);
   for (int rep = 0; rep < 2; ++rep) {
     tpj_rt_buffer_t* r = NULL;
-    TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::add.Tensor", 0, args, 3, attrs, 1, &out, 1, &r));
+    TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::add.Tensor", 0, args, 3, attrs, 2, &out, 1, &r));
     float got[4];
     TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, r, got, sizeof(got)));
     for (int i = 0; i < 4; ++i) TPJ_EXPECT(got[i] == a[i] + 2 * b[i]);

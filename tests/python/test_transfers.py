@@ -1,5 +1,7 @@
 """The transfer matrix: host <-> tpu <-> tpu for every dtype and every kind
 of view on either side, bit-exact against the CPU."""
+import re
+
 import pytest
 import torch
 
@@ -405,10 +407,18 @@ def test_repr():
 @pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.float16, torch.bfloat16,
                                    torch.float64, torch.complex64], ids=dtype_id)
 def test_repr_dtypes(dtype):
-    x = make(dtype, (3, 2), seed=29)
+    # No subnormals here: printing computes on the device, and XLA:CPU flushes
+    # subnormals to zero in arithmetic (as GPUs and TPUs do); transfers keep
+    # them bit-exact (tested above).
+    x = make(dtype, (3, 2), seed=29, specials=False)
+    if x.is_floating_point() or x.is_complex():
+        x[0, 0] = float("nan")
+        x[1, 1] = float("-inf")
     t = x.to("tpu")
-    assert repr(t).replace(", device='tpu:0'", "") == repr(x)
-    assert str(t[:, 1]).replace(", device='tpu:0'", "") == str(x[:, 1])
+    # the device annotation may wrap onto its own line
+    strip = lambda r: re.sub(r",\s*device='tpu:0'", "", r)  # noqa: E731
+    assert strip(repr(t)) == repr(x)
+    assert strip(str(t[:, 1])) == str(x[:, 1])
 
 
 def test_repr_large_summarised():
