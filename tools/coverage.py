@@ -27,12 +27,14 @@ def main():
         "",
         f"**Native aten overloads: {len(aten)}.** Internal ops: {len(internal)}.",
         "",
-        "| op | dtypes |",
-        "|---|---|",
+        "Which dtypes each op handles natively is what the sweep will measure; the",
+        "tests in tests/python/test_ops_*.py check the dtypes named there against the CPU.",
+        "",
+        "| op |",
+        "|---|",
     ]
     for o in aten:
-        lines.append(f"| `{o}` | bool, uint8, int8, int16, int32, int64, float16, bfloat16, "
-                     "float32, float64, complex64, complex128 |")
+        lines.append(f"| `{o}` |")
     lines += ["", "Internal ops (used by the engine itself): " +
               ", ".join(f"`{o}`" for o in internal), ""]
     with open(os.path.join(ROOT, "docs", "COVERAGE.md"), "w") as f:
