@@ -91,6 +91,17 @@ void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& a
 void write_view(const at::Tensor& dst, const at::Tensor& value);
 void write_view(const at::Tensor& dst, const at::Scalar& value);
 
+// The device all tpu operands share; 0-d CPU tensors are scalars and may mix
+// in, as on CUDA. Raises PyTorch's "Expected all tensors to be on the same
+// device" otherwise.
+c10::Device common_device(const char* op, std::initializer_list<const at::Tensor*> ts);
+// Adds t as an operand: read through its view, or (a CPU 0-d tensor) as a
+// runtime scalar.
+void add_operand(OpArgs& a, const at::Tensor& t, int device);
+// A meta tensor with t's sizes, strides and dtype: PyTorch's meta functions
+// on it give an op's output shape and dtype and run its argument checks.
+at::Tensor to_meta(const at::Tensor& t);
+
 // A new contiguous tpu tensor holding t's values (as dtype, broadcast to
 // sizes), computed on t's device.
 at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes);

@@ -5,6 +5,7 @@
 // functional result and write it into the destination (sharing the buffer
 // when the destination is a whole storage, tpj::write_view otherwise).
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -14,30 +15,6 @@
 
 namespace torch_pjrt {
 namespace {
-
-// The device all tpu operands share; 0-d CPU tensors are scalars and may mix
-// in, as on CUDA. Raises PyTorch's usual message otherwise.
-c10::Device common_device(const char* op, std::initializer_list<const at::Tensor*> ts) {
-  std::optional<c10::Device> dev;
-  for (const at::Tensor* t : ts) {
-    if (t->device().is_cpu() && t->dim() == 0) continue;
-    if (!dev) {
-      dev = t->device();
-    } else if (*dev != t->device()) {
-      TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
-                         "devices, ", *dev, " and ", t->device(), "! (when checking arguments for ",
-                  op, ")");
-    }
-  }
-  TORCH_INTERNAL_ASSERT(dev && dev->is_privateuseone(), op, ": no tpu operand");
-  return *dev;
-}
-
-// A tensor operand: read through its view, or a CPU 0-d scalar uploaded.
-void add_operand(OpArgs& a, const at::Tensor& t, int device) {
-  if (t.device().is_cpu()) a.scalar(t.item(), t.scalar_type(), device);
-  else a.tensor(t);
-}
 
 at::Tensor wrap(const at::Scalar& s) {
   at::Tensor t = at::scalar_to_tensor(s);
@@ -68,7 +45,16 @@ at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& othe
   if (kind == Kind::kTrueDiv && c10::isIntegralType(compute, /*includeBool=*/true))
     compute = default_float();
   if (alpha) at::native::alpha_check(compute, *alpha);
-  if (std::string(op) == "aten::sub.Tensor") at::native::sub_check(self, other);
+  std::string name(op);
+  if (name == "aten::sub.Tensor") at::native::sub_check(self, other);
+  if (c10::isComplexType(compute)) {
+    TORCH_CHECK(name != "aten::maximum" && name != "aten::minimum", name.substr(6),
+                " not implemented for complex tensors.");
+    bool ordered = name.rfind("aten::lt", 0) == 0 || name.rfind("aten::le", 0) == 0 ||
+                   name.rfind("aten::gt", 0) == 0 || name.rfind("aten::ge", 0) == 0;
+    TORCH_CHECK_NOT_IMPLEMENTED(!ordered, "\"", name.substr(6, 2), "\" not implemented for '",
+                                compute, "'");
+  }
   at::ScalarType out_dtype = kind == Kind::kCompare ? at::kBool : compute;
   auto sizes = at::infer_size(self.sizes(), other.sizes());
   c10::DeviceGuard guard(dev);
@@ -94,6 +80,10 @@ at::Tensor unary(const char* op, const at::Tensor& self, UKind kind) {
   TORCH_CHECK(!(in == at::kBool && std::string(op) == "aten::neg"),
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
               "to invert a mask, use the `~` or `logical_not()` operator instead.");
+  TORCH_CHECK(!(in == at::kBool && std::string(op) == "aten::relu"),
+              "Boolean inputs not supported for relu");
+  TORCH_CHECK_NOT_IMPLEMENTED(!(in == at::kBool && std::string(op) == "aten::abs"),
+                              "\"abs\" not implemented for 'Bool'");
   at::ScalarType compute = in;
   if (kind == UKind::kFloat && c10::isIntegralType(in, /*includeBool=*/true))
     compute = default_float();
@@ -112,6 +102,9 @@ at::Tensor where(const at::Tensor& cond, const at::Tensor& self, const at::Tenso
   check_supported(cond, op);
   check_supported(self, op);
   check_supported(other, op);
+  TORCH_CHECK(cond.scalar_type() == at::kBool || cond.scalar_type() == at::kByte,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              cond.scalar_type());
   c10::Device dev = common_device(op, {&cond, &self, &other});
   at::ScalarType dtype = at::result_type(self, other);
   auto sizes = at::infer_size(at::infer_size(cond.sizes(), self.sizes()), other.sizes());
@@ -145,6 +138,13 @@ void assign(const at::Tensor& dst, const at::Tensor& result, const char* op) {
   }
 }
 
+// What TensorIterator checks before writing dst from inputs.
+void check_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs) {
+  at::assert_no_internal_overlap(dst);
+  for (const at::Tensor* t : inputs)
+    if (t->device() == dst.device()) at::assert_no_partial_overlap(dst, *t);
+}
+
 at::Tensor& out_form(at::Tensor& out, const at::Tensor& result, const char* op) {
   at::native::resize_output(out, result.sizes());
   assign(out, result, op);
@@ -166,10 +166,12 @@ namespace tp = torch_pjrt;
     return tp::binary(op, a, b, kind);                                                       \
   });                                                                                        \
   m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                        \
+    tp::check_overlap(a, {&b});                                                              \
     tp::assign(a, tp::binary(op, a, b, kind), op);                                           \
     return a;                                                                                \
   });                                                                                        \
   m.impl(aten ".out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {           \
+    tp::check_overlap(o, {&a, &b});                                                          \
     return tp::out_form(o, tp::binary(op, a, b, kind), op);                                  \
   });
 
@@ -178,11 +180,13 @@ namespace tp = torch_pjrt;
     return tp::binary(op, a, b, Kind::kArith, &alpha);                                       \
   });                                                                                        \
   m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b, const Scalar& alpha) -> Tensor& {   \
+    tp::check_overlap(a, {&b});                                                              \
     tp::assign(a, tp::binary(op, a, b, Kind::kArith, &alpha), op);                           \
     return a;                                                                                \
   });                                                                                        \
   m.impl(aten ".out",                                                                        \
          [](const Tensor& a, const Tensor& b, const Scalar& alpha, Tensor& o) -> Tensor& {   \
+           tp::check_overlap(o, {&a, &b});                                                   \
            return tp::out_form(o, tp::binary(op, a, b, Kind::kArith, &alpha), op);           \
          });
 
@@ -203,10 +207,12 @@ namespace tp = torch_pjrt;
 #define TPJ_UNARY_FAMILY(aten, op, kind)                                                     \
   m.impl(aten, [](const Tensor& a) { return tp::unary(op, a, kind); });                      \
   m.impl(aten "_", [](Tensor& a) -> Tensor& {                                                \
+    tp::check_overlap(a, {});                                                                \
     tp::assign(a, tp::unary(op, a, kind), op);                                               \
     return a;                                                                                \
   });                                                                                        \
   m.impl(aten ".out", [](const Tensor& a, Tensor& o) -> Tensor& {                            \
+    tp::check_overlap(o, {&a});                                                              \
     return tp::out_form(o, tp::unary(op, a, kind), op);                                      \
   });
 

@@ -175,6 +175,34 @@ void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& a
   for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_of(outs[i]), results[i]);
 }
 
+// The device all tpu operands share; 0-d CPU tensors are scalars and may mix
+// in, as on CUDA. Raises PyTorch's usual message otherwise.
+c10::Device common_device(const char* op, std::initializer_list<const at::Tensor*> ts) {
+  std::optional<c10::Device> dev;
+  for (const at::Tensor* t : ts) {
+    if (t->device().is_cpu() && t->dim() == 0) continue;
+    if (!dev) {
+      dev = t->device();
+    } else if (*dev != t->device()) {
+      TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
+                         "devices, ", *dev, " and ", t->device(), "! (when checking arguments for ",
+                  op, ")");
+    }
+  }
+  TORCH_INTERNAL_ASSERT(dev && dev->is_privateuseone(), op, ": no tpu operand");
+  return *dev;
+}
+
+// A tensor operand: read through its view, or a CPU 0-d scalar uploaded.
+void add_operand(OpArgs& a, const at::Tensor& t, int device) {
+  if (t.device().is_cpu()) a.scalar(t.item(), t.scalar_type(), device);
+  else a.tensor(t);
+}
+
+at::Tensor to_meta(const at::Tensor& t) {
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+}
+
 at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes) {
   c10::DeviceGuard guard(t.device());
   at::Tensor out = at::empty(sizes, t.options().dtype(dtype));

@@ -587,6 +587,149 @@ tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t fl
   return r;
 }
 
+static void tpj_hlo_print_i64_list(tpj_strbuf_t* sb, const int64_t* a, int n) {
+  tpj_strbuf_puts(sb, "[");
+  for (int i = 0; i < n; ++i) tpj_strbuf_printf(sb, "%s%lld", i ? ", " : "", (long long)a[i]);
+  tpj_strbuf_puts(sb, "]");
+}
+
+tpj_hlo_value_t tpj_hlo_emit_reduce(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t init,
+                                    const int64_t* dims, int ndims, const char* body) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &init)) return kInvalid;
+  if (init.ndim != 0 || init.dtype != x.dtype) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "reduce: init must be a 0-d %s",
+                                    tpj_dtype_name(x.dtype)));
+    return kInvalid;
+  }
+  int reduced[TPJ_MAX_DIMS] = {0};
+  for (int i = 0; i < ndims; ++i) {
+    if (dims[i] < 0 || dims[i] >= x.ndim || (i && dims[i] <= dims[i - 1])) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "reduce: bad dimension list"));
+      return kInvalid;
+    }
+    reduced[dims[i]] = 1;
+  }
+  if (ndims == 0) return x;
+  int64_t out[TPJ_MAX_DIMS];
+  int nout = 0;
+  for (int d = 0; d < x.ndim; ++d)
+    if (!reduced[d]) out[nout++] = x.dims[d];
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, out, nout);
+  const tpj_hlo_value_t* ops[2] = {&x, &init};
+  tpj_hlo_begin_op(b, &r, "stablehlo.reduce", ops, 2);
+  tpj_strbuf_t* sb = &b->body;
+  /* block argument names carry the result's id: unique in the function */
+  tpj_strbuf_printf(sb, " ({\n    ^bb0(%%ra%d: ", r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, ", %%rb%d: ", r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, "):\n      %%rc%d = \"%s\"(%%ra%d, %%rb%d) : (", r.id, body, r.id, r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_puts(sb, ", ");
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_puts(sb, ") -> ");
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, "\n      \"stablehlo.return\"(%%rc%d) : (", r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_puts(sb, ") -> ()\n    }) {dimensions = ");
+  tpj_hlo_print_i64_array(sb, dims, ndims);
+  tpj_strbuf_puts(sb, "}");
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_dot_general(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,
+                                         const int64_t* xbatch, const int64_t* ybatch, int nbatch,
+                                         const int64_t* xcontract, const int64_t* ycontract,
+                                         int ncontract, tpj_dtype_t out_dtype) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &y)) return kInvalid;
+  int xused[TPJ_MAX_DIMS] = {0}, yused[TPJ_MAX_DIMS] = {0};
+  int64_t out[TPJ_MAX_DIMS];
+  int nout = 0;
+  for (int i = 0; i < nbatch; ++i) {
+    if (xbatch[i] < 0 || xbatch[i] >= x.ndim || ybatch[i] < 0 || ybatch[i] >= y.ndim ||
+        x.dims[xbatch[i]] != y.dims[ybatch[i]]) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "dot_general: batch dims differ"));
+      return kInvalid;
+    }
+    xused[xbatch[i]] = yused[ybatch[i]] = 1;
+    out[nout++] = x.dims[xbatch[i]];
+  }
+  for (int i = 0; i < ncontract; ++i) {
+    if (xcontract[i] < 0 || xcontract[i] >= x.ndim || ycontract[i] < 0 || ycontract[i] >= y.ndim ||
+        x.dims[xcontract[i]] != y.dims[ycontract[i]]) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                      "dot_general: contracting dims differ in size"));
+      return kInvalid;
+    }
+    xused[xcontract[i]] = yused[ycontract[i]] = 1;
+  }
+  for (int d = 0; d < x.ndim; ++d)
+    if (!xused[d]) out[nout++] = x.dims[d];
+  for (int d = 0; d < y.ndim; ++d)
+    if (!yused[d]) out[nout++] = y.dims[d];
+  if (nout > TPJ_MAX_DIMS) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_UNIMPLEMENTED, "dot_general: result rank too high"));
+    return kInvalid;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, out_dtype, out, nout);
+  const tpj_hlo_value_t* ops[2] = {&x, &y};
+  tpj_hlo_begin_op(b, &r, "stablehlo.dot_general", ops, 2);
+  tpj_strbuf_t* sb = &b->body;
+  tpj_strbuf_puts(sb, " {dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = ");
+  tpj_hlo_print_i64_list(sb, xbatch, nbatch);
+  tpj_strbuf_puts(sb, ", rhs_batching_dimensions = ");
+  tpj_hlo_print_i64_list(sb, ybatch, nbatch);
+  tpj_strbuf_puts(sb, ", lhs_contracting_dimensions = ");
+  tpj_hlo_print_i64_list(sb, xcontract, ncontract);
+  tpj_strbuf_puts(sb, ", rhs_contracting_dimensions = ");
+  tpj_hlo_print_i64_list(sb, ycontract, ncontract);
+  tpj_strbuf_puts(sb, ">}");
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_const_f64(tpj_hlo_builder_t* b, tpj_dtype_t dt, double v) {
+  if (tpj_dtype_is_float(dt) || tpj_dtype_is_complex(dt)) {
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    char lit[32];
+    snprintf(lit, sizeof(lit), "0x%016llX", (unsigned long long)bits);
+    return tpj_hlo_emit_convert(b, tpj_hlo_emit_constant_text(b, TPJ_F64, lit), dt);
+  }
+  char lit[48];
+  if (dt == TPJ_BOOL) snprintf(lit, sizeof(lit), "%s", v != 0 ? "true" : "false");
+  else snprintf(lit, sizeof(lit), "%lld", (long long)v);
+  return tpj_hlo_emit_constant_text(b, dt, lit);
+}
+
+tpj_hlo_value_t tpj_hlo_emit_one(tpj_hlo_builder_t* b, tpj_dtype_t dt) {
+  return tpj_hlo_emit_const_f64(b, dt, 1.0);
+}
+
+tpj_hlo_value_t tpj_hlo_emit_extreme(tpj_hlo_builder_t* b, tpj_dtype_t dt, int highest) {
+  const char* lit = NULL;
+  char buf[32];
+  switch (dt) {
+    case TPJ_BOOL: lit = highest ? "true" : "false"; break;
+    case TPJ_U8: lit = highest ? "255" : "0"; break;
+    case TPJ_I8: lit = highest ? "127" : "-128"; break;
+    case TPJ_I16: lit = highest ? "32767" : "-32768"; break;
+    case TPJ_I32: lit = highest ? "2147483647" : "-2147483648"; break;
+    case TPJ_I64: lit = highest ? "9223372036854775807" : "-9223372036854775808"; break;
+    case TPJ_F16: lit = highest ? "0x7C00" : "0xFC00"; break;
+    case TPJ_BF16: lit = highest ? "0x7F80" : "0xFF80"; break;
+    case TPJ_F32: lit = highest ? "0x7F800000" : "0xFF800000"; break;
+    case TPJ_F64: lit = highest ? "0x7FF0000000000000" : "0xFFF0000000000000"; break;
+    default:
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "no extreme value for %s",
+                                      tpj_dtype_name(dt)));
+      return kInvalid;
+  }
+  snprintf(buf, sizeof(buf), "%s", lit);
+  return tpj_hlo_emit_constant_text(b, dt, buf);
+}
+
 tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,
                             tpj_strbuf_t* out) {
   for (int i = 0; i < nresults; ++i) tpj_hlo_check_valid(b, &results[i]);

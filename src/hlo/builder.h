@@ -111,6 +111,23 @@ tpj_hlo_value_t tpj_hlo_emit_update_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t 
 tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
                                         tpj_hlo_value_t idx, tpj_hlo_value_t upd);
 
+/* Reduces x over dims (sorted, distinct) starting from init (a 0-d value of
+ * x's dtype) with the binary op `body` ("stablehlo.add", "stablehlo.maximum",
+ * ...). The result drops the reduced dims. */
+tpj_hlo_value_t tpj_hlo_emit_reduce(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t init,
+                                    const int64_t* dims, int ndims, const char* body);
+/* dot_general with explicit batch and contracting dims; the result is
+ * batch dims, then x's free dims, then y's free dims (StableHLO's order). */
+tpj_hlo_value_t tpj_hlo_emit_dot_general(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,
+                                         const int64_t* xbatch, const int64_t* ybatch, int nbatch,
+                                         const int64_t* xcontract, const int64_t* ycontract,
+                                         int ncontract, tpj_dtype_t out_dtype);
+/* 0-d constants: a double exactly (for floats; bits written in hex), the
+ * largest or smallest value of dt (+-inf for floats), one of dt. */
+tpj_hlo_value_t tpj_hlo_emit_const_f64(tpj_hlo_builder_t* b, tpj_dtype_t dt, double v);
+tpj_hlo_value_t tpj_hlo_emit_extreme(tpj_hlo_builder_t* b, tpj_dtype_t dt, int highest);
+tpj_hlo_value_t tpj_hlo_emit_one(tpj_hlo_builder_t* b, tpj_dtype_t dt);
+
 /* Writes the whole module into out (cleared first). Returns the first
  * failure of any emitter, or of the text buffer. */
 tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,

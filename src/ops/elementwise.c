@@ -72,8 +72,6 @@ TPJ_BINARY(tpj_lower_add_tensor, "stablehlo.add", "stablehlo.or")
 TPJ_BINARY(tpj_lower_mul_tensor, "stablehlo.multiply", "stablehlo.and")
 TPJ_BINARY(tpj_lower_sub_tensor, "stablehlo.subtract", NULL)
 TPJ_BINARY(tpj_lower_div_tensor, "stablehlo.divide", NULL)
-TPJ_BINARY(tpj_lower_maximum, "stablehlo.maximum", "stablehlo.or")
-TPJ_BINARY(tpj_lower_minimum, "stablehlo.minimum", "stablehlo.and")
 TPJ_BINARY(tpj_lower_pow, "stablehlo.power", NULL)
 
 TPJ_UNARY(tpj_lower_exp, "stablehlo.exponential")
@@ -94,6 +92,29 @@ TPJ_COMPARE(tpj_lower_lt, "LT")
 TPJ_COMPARE(tpj_lower_le, "LE")
 TPJ_COMPARE(tpj_lower_gt, "GT")
 TPJ_COMPARE(tpj_lower_ge, "GE")
+
+/* maximum/minimum propagate a NaN from either operand, as PyTorch does
+ * (XLA:CPU's min/max may not). */
+static void tpj_lower_minmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const char* op,
+                             const char* bool_op) {
+  tpj_lower_binary(ctx, results, op, bool_op);
+  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  if (!tpj_dtype_is_float(cd)) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t y = tpj_ops_cast_to(b, ctx->in[1], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, y, y, "NE"), y, results[0]);
+  results[0] = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, x, "NE"), x, r);
+}
+
+void tpj_lower_maximum(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_minmax(ctx, r, "stablehlo.maximum", "stablehlo.or");
+}
+
+void tpj_lower_minimum(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_minmax(ctx, r, "stablehlo.minimum", "stablehlo.and");
+}
 
 /* abs: a complex input gives its (real) magnitude. */
 void tpj_lower_abs(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
