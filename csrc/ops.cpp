@@ -152,6 +152,11 @@ at::Tensor& out_form(at::Tensor& out, const at::Tensor& result, const char* op) 
 }
 
 }  // namespace
+
+void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op) {
+  assign(dst, result, op);
+}
+
 }  // namespace torch_pjrt
 
 namespace {

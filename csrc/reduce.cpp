@@ -17,6 +17,7 @@ using at::Tensor;
 std::vector<int64_t> reduced_dims(const Tensor& self, OptionalIntArrayRef dim) {
   std::vector<int64_t> dims;
   int64_t nd = self.dim();
+  if (nd == 0) return dims;  // dim 0 / -1 of a 0-d tensor reduce nothing
   if (!dim || dim->empty()) {
     for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
   } else {
@@ -74,12 +75,26 @@ Tensor prod_all(const Tensor& self, std::optional<at::ScalarType> dtype) {
   return reduce("aten::prod.dim_int", self, reduced_dims(self, std::nullopt), false, m);
 }
 
+// CPU's checks for reductions without an identity (amax, amin).
+void check_nonempty(const char* name, const Tensor& self, at::IntArrayRef dim) {
+  if (self.numel() != 0) return;
+  TORCH_CHECK(!dim.empty(), name, "(): Expected reduction dim to be specified for input.numel() "
+              "== 0. Specify the reduction dim with the 'dim' argument.");
+  for (int64_t d : dim) {
+    int64_t w = c10::maybe_wrap_dim(d, self.dim());
+    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(w) != 0, name,
+                      "(): Expected reduction dim ", w, " to have non-zero size.");
+  }
+}
+
 Tensor amax(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  check_nonempty("amax", self, dim);
   Tensor m = at::amax(to_meta(self), dim, keepdim);
   return reduce("aten::amax", self, reduced_dims(self, dim), keepdim, m);
 }
 
 Tensor amin(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  check_nonempty("amin", self, dim);
   Tensor m = at::amin(to_meta(self), dim, keepdim);
   return reduce("aten::amin", self, reduced_dims(self, dim), keepdim, m);
 }
@@ -123,18 +138,35 @@ Tensor product(const char* op, std::initializer_list<const Tensor*> ts, const Te
   return out;
 }
 
+// The checks CPU's kernels make, with their messages (the meta functions
+// word them differently or skip the dtype).
+void check_matrices(const Tensor& m1, const Tensor& m2) {
+  TORCH_CHECK(m1.dim() == 2, "self must be a matrix");
+  TORCH_CHECK(m2.dim() == 2, "mat2 must be a matrix");
+  TORCH_CHECK(m1.size(1) == m2.size(0), "mat1 and mat2 shapes cannot be multiplied (", m1.size(0),
+              "x", m1.size(1), " and ", m2.size(0), "x", m2.size(1), ")");
+  TORCH_CHECK(m1.dtype() == m2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+              m1.dtype(), " != ", m2.dtype());
+}
+
 Tensor mm(const Tensor& self, const Tensor& mat2) {
+  check_matrices(self, mat2);
   return product("aten::mm", {&self, &mat2}, at::mm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
 
 Tensor bmm(const Tensor& self, const Tensor& mat2) {
+  TORCH_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+              self.dtype(), " != ", mat2.dtype());
   return product("aten::bmm", {&self, &mat2}, at::bmm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
 
 Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const at::Scalar& beta,
              const at::Scalar& alpha) {
+  check_matrices(m1, m2);
+  TORCH_CHECK(self.scalar_type() == m2.scalar_type(), "self and mat2 must have the same dtype, "
+              "but got ", self.scalar_type(), " and ", m2.scalar_type());
   Tensor m = at::addmm(to_meta(self), to_meta(m1), to_meta(m2), beta, alpha);
   return product("aten::addmm", {&self, &m1, &m2}, m, &beta, &alpha);
 }
@@ -143,6 +175,29 @@ Tensor baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const at:
                const at::Scalar& alpha) {
   Tensor m = at::baddbmm(to_meta(self), to_meta(b1), to_meta(b2), beta, alpha);
   return product("aten::baddbmm", {&self, &b1, &b2}, m, &beta, &alpha);
+}
+
+Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const at::Scalar& beta,
+             const at::Scalar& alpha) {
+  TORCH_CHECK(mat.dtype() == vec.dtype() && self.dtype() == mat.dtype(),
+              "addmv input tensors must have the same dtype, but got ", self.scalar_type(), ", ",
+              mat.scalar_type(), ", and ", vec.scalar_type());
+  Tensor m = at::addmv(to_meta(self), to_meta(mat), to_meta(vec), beta, alpha);
+  return product("aten::addmv", {&self, &mat, &vec}, m, &beta, &alpha);
+}
+
+Tensor mv(const Tensor& self, const Tensor& vec) {
+  // CPU's mv runs addmv with an output of vec's dtype; so does its message
+  TORCH_CHECK(self.dtype() == vec.dtype(), "addmv input tensors must have the same dtype, but "
+              "got ", vec.scalar_type(), ", ", self.scalar_type(), ", and ", vec.scalar_type());
+  return product("aten::mv", {&self, &vec}, at::mv(to_meta(self), to_meta(vec)), nullptr, nullptr);
+}
+
+Tensor dot(const Tensor& self, const Tensor& other) {
+  TORCH_CHECK(self.dtype() == other.dtype(), "dot : expected both vectors to have same dtype, but "
+              "found ", self.scalar_type(), " and ", other.scalar_type());
+  return product("aten::dot", {&self, &other}, at::dot(to_meta(self), to_meta(other)), nullptr,
+                 nullptr);
 }
 
 }  // namespace
@@ -171,4 +226,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bmm", TORCH_FN(bmm));
   m.impl("addmm", TORCH_FN(addmm));
   m.impl("baddbmm", TORCH_FN(baddbmm));
+  m.impl("addmv", TORCH_FN(addmv));
+  m.impl("mv", TORCH_FN(mv));
+  m.impl("dot", TORCH_FN(dot));
 }

@@ -184,3 +184,37 @@ void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t x = tpj_ops_cast_to(ctx->b, ctx->in[1], v.dtype, v.sizes, v.ndim);
   results[0] = tpj_view_emit_write(ctx->b, ctx->in[0], &v, x);
 }
+
+/* clamp: in[0] x, then in[1] min when attrs[1], then max when attrs[2];
+ * attrs[0] compute dtype. A NaN in x stays NaN, as in PyTorch. */
+void tpj_lower_clamp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (ctx->nattrs < 3 || ctx->nin < 1 + (ctx->attrs[1] != 0) + (ctx->attrs[2] != 0)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "clamp: bad operands"));
+    return;
+  }
+  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t r = x;
+  int next = 1;
+  if (ctx->attrs[1])
+    r = tpj_hlo_emit_binary(b, "stablehlo.maximum", r,
+                            tpj_ops_cast_to(b, ctx->in[next++], cd, o->dims, o->ndim));
+  if (ctx->attrs[2])
+    r = tpj_hlo_emit_binary(b, "stablehlo.minimum", r,
+                            tpj_ops_cast_to(b, ctx->in[next++], cd, o->dims, o->ndim));
+  if (tpj_dtype_is_float(cd)) r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, x, "NE"), x, r);
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+/* masked_fill: in[0] self, in[1] mask (bool), in[2] the 0-d value. */
+void tpj_lower_masked_fill(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 3, "masked_fill")) return;
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t m = tpj_ops_cast_to(b, ctx->in[1], TPJ_BOOL, o->dims, o->ndim);
+  tpj_hlo_value_t v = tpj_ops_cast_to(b, ctx->in[2], o->dtype, o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_select(b, m, v, x);
+}

@@ -12,7 +12,8 @@ static tpj_hlo_value_t tpj_matmul(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_h
     int64_t xb = 0, yb = 0, xc = 2, yc = 1;
     return tpj_hlo_emit_dot_general(b, x, y, &xb, &yb, 1, &xc, &yc, 1, dt);
   }
-  int64_t xc = 1, yc = 0;
+  /* mm (2x2), mv (2x1), dot (1x1): x's last dim against y's first */
+  int64_t xc = x.ndim - 1, yc = 0;
   return tpj_hlo_emit_dot_general(b, x, y, NULL, NULL, 0, &xc, &yc, 1, dt);
 }
 

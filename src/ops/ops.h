@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define TPJ_OP_MAX_IN 16
+#define TPJ_OP_MAX_IN 64
 #define TPJ_OP_MAX_ATTRS 64
 #define TPJ_OP_MAX_OUT 8
 
@@ -83,6 +83,14 @@ void tpj_lower_any(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_all(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_addmm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_log_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_softmax_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_log_softmax_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_threshold_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_clamp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_masked_fill(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_cat(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
