@@ -5,6 +5,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <sstream>
+
 #include "common.h"
 
 namespace torch_pjrt {
@@ -32,13 +34,24 @@ Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, const T
   return out;
 }
 
+// CPU's kernels take floating inputs only; say so the way they do.
+void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
+  int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  bool last = self.dim() == 0 || d == self.dim() - 1;
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"", name,
+                              last ? "_lastdim_kernel_impl" : "_kernel_impl",
+                              "\" not implemented for '", self.scalar_type(), "'");
+}
+
 Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
+  check_softmax_input(self, dim, "softmax");
   Tensor m = at::_softmax(to_meta(self), dim, half_to_float);
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(compute_of(self.scalar_type())), d});
 }
 
 Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
+  check_softmax_input(self, dim, "log_softmax");
   Tensor m = at::_log_softmax(to_meta(self), dim, half_to_float);
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   return run_like("aten::_log_softmax", {&self}, m,
@@ -76,7 +89,16 @@ Tensor clamp_op(const Tensor& self, const std::optional<Scalar>& lo, const std::
   return run_like("aten::clamp", {&self}, m, attrs);
 }
 
+void check_mask(const Tensor& self, const Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got "
+              "mask with dtype ", mask.dtype());
+  (void)self;
+}
+
 Tensor masked_fill_op(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  check_mask(self, mask);
+  TORCH_CHECK(!value.isComplex() || self.is_complex(), "value cannot be converted to type ",
+              self.dtype(), " without overflow");
   Tensor m = at::masked_fill(to_meta(self), to_meta(mask), value);
   return run_like("aten::masked_fill.Scalar", {&self, &mask}, m, {to_tpj_dtype(m.scalar_type())},
                   {&value});
@@ -85,12 +107,37 @@ Tensor masked_fill_op(const Tensor& self, const Tensor& mask, const Scalar& valu
 Tensor masked_fill_tensor(const Tensor& self, const Tensor& mask, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
               "tensor with ", value.dim(), " dimension(s).");
+  check_mask(self, mask);
   Tensor m = at::masked_fill(to_meta(self), to_meta(mask), to_meta(value));
   return run_like("aten::masked_fill.Tensor", {&self, &mask, &value}, m,
                   {to_tpj_dtype(m.scalar_type())});
 }
 
+// CPU's checks and wording for cat (the meta reference words them differently).
+void check_cat(const std::vector<Tensor>& ts, int64_t dim) {
+  const Tensor* first = nullptr;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    TORCH_CHECK(ts[i].dim() > 0, "zero-dimensional tensor (at position ", i,
+                ") cannot be concatenated");
+    if (ts[i].dim() == 1 && ts[i].size(0) == 0) continue;  // legacy empty: skipped
+    if (!first) {
+      first = &ts[i];
+      continue;
+    }
+    TORCH_CHECK(ts[i].dim() == first->dim(), "Tensors must have same number of dimensions: got ",
+                first->dim(), " and ", ts[i].dim());
+    int64_t d = c10::maybe_wrap_dim(dim, first->dim());
+    for (int64_t k = 0; k < first->dim(); ++k) {
+      if (k == d) continue;
+      TORCH_CHECK(ts[i].size(k) == first->size(k), "Sizes of tensors must match except in "
+                  "dimension ", d, ". Expected size ", first->size(k), " but got size ",
+                  ts[i].size(k), " for tensor number ", i, " in the list.");
+    }
+  }
+}
+
 Tensor cat_list(const std::vector<Tensor>& ts, int64_t dim) {
+  check_cat(ts, dim);
   std::vector<Tensor> metas;
   for (const Tensor& t : ts) metas.push_back(to_meta(t));
   Tensor m = at::cat(metas, dim);
@@ -114,6 +161,95 @@ Tensor cat_list(const std::vector<Tensor>& ts, int64_t dim) {
   for (const Tensor& t : ts) a.tensor(t);
   run_op(op, ts[0].device().index(), a, {d}, {out});
   return out;
+}
+
+Tensor gelu(const Tensor& self, c10::string_view approximate) {
+  Tensor m = at::gelu(to_meta(self), approximate);
+  return run_like("aten::gelu", {&self}, m,
+                  {to_tpj_dtype(compute_of(self.scalar_type())), approximate == "tanh"});
+}
+
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, c10::string_view approximate) {
+  Tensor m = at::gelu_backward(to_meta(grad), to_meta(self), approximate);
+  return run_like("aten::gelu_backward", {&grad, &self}, m,
+                  {to_tpj_dtype(compute_of(m.scalar_type())), approximate == "tanh"});
+}
+
+Tensor meta_or_undefined(const std::optional<Tensor>& t) {
+  return t && t->defined() ? to_meta(*t) : Tensor();
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::SymIntArrayRef shape,
+                                              const std::optional<Tensor>& weight,
+                                              const std::optional<Tensor>& bias, double eps) {
+  const char* op = "aten::native_layer_norm";
+  // CPU's check and wording (the meta function words it differently)
+  auto ns = C10_AS_INTARRAYREF_SLOW(shape);
+  int64_t nd = static_cast<int64_t>(ns.size()), id = input.dim();
+  bool fits = nd >= 1 && id >= nd && input.sizes().slice(id - nd).equals(ns);
+  if (nd >= 1 && !fits) {
+    std::ostringstream ss;
+    ss << "Given normalized_shape=" << ns << ", expected input with shape [*";
+    for (int64_t v : ns) ss << ", " << v;
+    ss << "], but got input of size" << input.sizes();
+    TORCH_CHECK(false, ss.str());
+  }
+  auto [m0, m1, m2] = at::native_layer_norm_symint(to_meta(input), shape, meta_or_undefined(weight),
+                                                   meta_or_undefined(bias), eps);
+  bool hw = weight && weight->defined(), hb = bias && bias->defined();
+  std::vector<const Tensor*> ts{&input};
+  if (hw) ts.push_back(&*weight);
+  if (hb) ts.push_back(&*bias);
+  for (const Tensor* t : ts) check_supported(*t, op);
+  c10::Device dev = input.device();
+  for (const Tensor* t : ts)
+    TORCH_CHECK(t->device() == dev, "Expected all tensors to be on the same device, but found at "
+                "least two devices, ", dev, " and ", t->device(), "!");
+  c10::DeviceGuard guard(dev);
+  at::ScalarType cd = compute_of(input.scalar_type());
+  Tensor y = at::empty(m0.sizes(), m0.options().device(dev));
+  Tensor mean = at::empty(m1.sizes(), m1.options().device(dev));
+  Tensor rstd = at::empty(m2.sizes(), m2.options().device(dev));
+  OpArgs a;
+  for (const Tensor* t : ts) a.tensor(*t);
+  a.scalar(eps, cd, dev.index());
+  int64_t axis = input.dim() - static_cast<int64_t>(shape.size());
+  run_op(op, dev.index(), a, {to_tpj_dtype(cd), axis, hw, hb}, {y, mean, rstd});
+  return {y, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(
+    const Tensor& grad_out, const Tensor& input, c10::SymIntArrayRef shape, const Tensor& mean,
+    const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+    std::array<bool, 3> mask) {
+  const char* op = "aten::native_layer_norm_backward";
+  auto [m0, m1, m2] = at::native_layer_norm_backward_symint(
+      to_meta(grad_out), to_meta(input), shape, to_meta(mean), to_meta(rstd),
+      meta_or_undefined(weight), meta_or_undefined(bias), mask);
+  bool hw = weight && weight->defined();
+  c10::Device dev = input.device();
+  c10::DeviceGuard guard(dev);
+  std::vector<Tensor> outs;
+  Tensor r[3];
+  const Tensor* metas[3] = {&m0, &m1, &m2};
+  for (int i = 0; i < 3; ++i) {
+    if (!mask[i] || !metas[i]->defined()) continue;
+    r[i] = at::empty(metas[i]->sizes(), metas[i]->options().device(dev));
+    outs.push_back(r[i]);
+  }
+  if (outs.empty()) return {r[0], r[1], r[2]};
+  OpArgs a;
+  a.tensor(grad_out);
+  a.tensor(input);
+  a.tensor(mean);
+  a.tensor(rstd);
+  if (hw) a.tensor(*weight);
+  int64_t axis = input.dim() - static_cast<int64_t>(shape.size());
+  run_op(op, dev.index(), a,
+         {to_tpj_dtype(compute_of(input.scalar_type())), axis, hw, 0, r[0].defined(),
+          r[1].defined(), r[2].defined()},
+         outs);
+  return {r[0], r[1], r[2]};
 }
 
 Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
@@ -140,6 +276,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     assign_result(s, clamp_op(s, lo, hi), "aten::clamp_");
     return s;
   });
+  m.impl("clamp_min_", [](at::Tensor& s, const at::Scalar& lo) -> at::Tensor& {
+    assign_result(s, clamp_op(s, lo, std::nullopt), "aten::clamp_min_");
+    return s;
+  });
+  m.impl("clamp_max_", [](at::Tensor& s, const at::Scalar& hi) -> at::Tensor& {
+    assign_result(s, clamp_op(s, std::nullopt, hi), "aten::clamp_max_");
+    return s;
+  });
   m.impl("clamp_min", [](const at::Tensor& s, const at::Scalar& lo) {
     return clamp_op(s, lo, std::nullopt);
   });
@@ -159,4 +303,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return s;
   });
   m.impl("cat", TORCH_FN(cat));
+  m.impl("gelu", TORCH_FN(gelu));
+  m.impl("gelu_backward", TORCH_FN(gelu_backward));
+  m.impl("native_layer_norm", TORCH_FN(layer_norm));
+  m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));
 }

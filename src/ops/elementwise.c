@@ -198,13 +198,22 @@ void tpj_lower_clamp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
   tpj_hlo_value_t r = x;
   int next = 1;
-  if (ctx->attrs[1])
-    r = tpj_hlo_emit_binary(b, "stablehlo.maximum", r,
-                            tpj_ops_cast_to(b, ctx->in[next++], cd, o->dims, o->ndim));
-  if (ctx->attrs[2])
-    r = tpj_hlo_emit_binary(b, "stablehlo.minimum", r,
-                            tpj_ops_cast_to(b, ctx->in[next++], cd, o->dims, o->ndim));
-  if (tpj_dtype_is_float(cd)) r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, x, "NE"), x, r);
+  tpj_hlo_value_t bounds[2];
+  int nb = 0;
+  if (ctx->attrs[1]) {
+    bounds[nb] = tpj_ops_cast_to(b, ctx->in[next++], cd, o->dims, o->ndim);
+    r = tpj_hlo_emit_binary(b, "stablehlo.maximum", r, bounds[nb++]);
+  }
+  if (ctx->attrs[2]) {
+    bounds[nb] = tpj_ops_cast_to(b, ctx->in[next++], cd, o->dims, o->ndim);
+    r = tpj_hlo_emit_binary(b, "stablehlo.minimum", r, bounds[nb++]);
+  }
+  if (tpj_dtype_is_float(cd)) {
+    /* a NaN input or a NaN bound gives NaN */
+    for (int i = 0; i < nb; ++i)
+      r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, bounds[i], bounds[i], "NE"), bounds[i], r);
+    r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, x, "NE"), x, r);
+  }
   results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
 }
 
