@@ -8,6 +8,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -115,6 +116,56 @@ at::Tensor where(const at::Tensor& cond, const at::Tensor& self, const at::Tenso
   add_operand(a, self, dev.index());
   add_operand(a, other, dev.index());
   run_op(op, dev.index(), a, {to_tpj_dtype(dtype)}, {out});
+  return out;
+}
+
+// addcmul / addcdiv: self + value * t1 (*|/) t2, promoted like CPU.
+at::Tensor addc(const char* op, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                const at::Scalar& value) {
+  for (const at::Tensor* t : {&self, &t1, &t2}) check_supported(*t, op);
+  c10::Device dev = common_device(op, {&self, &t1, &t2});
+  at::native::ResultTypeState st;
+  for (const at::Tensor* t : {&self, &t1, &t2}) st = at::native::update_result_type_state(*t, st);
+  at::ScalarType dtype = at::native::result_type(st);
+  if (std::string(op) == "aten::addcdiv")
+    TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) &&
+                  c10::isIntegralType(t2.scalar_type(), true)),
+                "Integer division with addcdiv is no longer supported, and in a future release "
+                "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+                "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+                "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+                "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+                "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+  auto sizes = at::infer_size(at::infer_size(self.sizes(), t1.sizes()), t2.sizes());
+  c10::DeviceGuard guard(dev);
+  at::Tensor out = at::empty(sizes, self.options().dtype(dtype).device(dev));
+  OpArgs a;
+  add_operand(a, self, dev.index());
+  add_operand(a, t1, dev.index());
+  add_operand(a, t2, dev.index());
+  a.scalar(value, dtype, dev.index());
+  run_op(op, dev.index(), a, {to_tpj_dtype(dtype)}, {out});
+  return out;
+}
+
+// lerp: weight a Scalar (wrapped) or a tensor; CPU requires matching dtypes.
+at::Tensor lerp(const char* op, const at::Tensor& self, const at::Tensor& end,
+                const at::Tensor& weight) {
+  for (const at::Tensor* t : {&self, &end, &weight}) check_supported(*t, op);
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
+              " for `end` but got dtype ", end.scalar_type());
+  bool wrapped = weight.unsafeGetTensorImpl()->is_wrapped_number();
+  TORCH_CHECK(wrapped || self.scalar_type() == weight.scalar_type(), "expected dtype ",
+              self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());
+  c10::Device dev = common_device(op, {&self, &end, &weight});
+  auto sizes = at::infer_size(at::infer_size(self.sizes(), end.sizes()), weight.sizes());
+  c10::DeviceGuard guard(dev);
+  at::Tensor out = at::empty(sizes, self.options().device(dev));
+  OpArgs a;
+  add_operand(a, self, dev.index());
+  add_operand(a, end, dev.index());
+  add_operand(a, weight, dev.index());
+  run_op(op, dev.index(), a, {to_tpj_dtype(self.scalar_type())}, {out});
   return out;
 }
 
@@ -259,6 +310,38 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPJ_UNARY_FAMILY("neg", "aten::neg", UKind::kSame)
   TPJ_UNARY_FAMILY("abs", "aten::abs", UKind::kSame)
   m.impl("where.self", TORCH_FN(tp::where));
+  m.impl("addcmul", [](const Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) {
+    return tp::addc("aten::addcmul", s, a, b, v);
+  });
+  m.impl("addcmul_", [](Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) -> Tensor& {
+    tp::check_overlap(s, {&a, &b});
+    tp::assign(s, tp::addc("aten::addcmul", s, a, b, v), "aten::addcmul_");
+    return s;
+  });
+  m.impl("addcdiv", [](const Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) {
+    return tp::addc("aten::addcdiv", s, a, b, v);
+  });
+  m.impl("addcdiv_", [](Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) -> Tensor& {
+    tp::check_overlap(s, {&a, &b});
+    tp::assign(s, tp::addc("aten::addcdiv", s, a, b, v), "aten::addcdiv_");
+    return s;
+  });
+  m.impl("lerp.Scalar", [](const Tensor& s, const Tensor& e, const Scalar& w) {
+    return tp::lerp("aten::lerp.Scalar", s, e, tp::wrap(w));
+  });
+  m.impl("lerp.Tensor", [](const Tensor& s, const Tensor& e, const Tensor& w) {
+    return tp::lerp("aten::lerp.Tensor", s, e, w);
+  });
+  m.impl("lerp_.Scalar", [](Tensor& s, const Tensor& e, const Scalar& w) -> Tensor& {
+    tp::check_overlap(s, {&e});
+    tp::assign(s, tp::lerp("aten::lerp.Scalar", s, e, tp::wrap(w)), "aten::lerp_");
+    return s;
+  });
+  m.impl("lerp_.Tensor", [](Tensor& s, const Tensor& e, const Tensor& w) -> Tensor& {
+    tp::check_overlap(s, {&e, &w});
+    tp::assign(s, tp::lerp("aten::lerp.Tensor", s, e, w), "aten::lerp_");
+    return s;
+  });
   m.impl("relu", [](const Tensor& a) { return tp::unary("aten::relu", a, UKind::kSame); });
   m.impl("relu_", [](Tensor& a) -> Tensor& {
     tp::assign(a, tp::unary("aten::relu", a, UKind::kSame), "aten::relu");

@@ -227,3 +227,55 @@ void tpj_lower_masked_fill(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t v = tpj_ops_cast_to(b, ctx->in[2], o->dtype, o->dims, o->ndim);
   results[0] = tpj_hlo_emit_select(b, m, v, x);
 }
+
+/* addcmul / addcdiv: in[0] self, in[1] t1, in[2] t2, in[3] value (0-d);
+ * self + value * (t1 * t2) or self + value * (t1 / t2), in attrs[0]. */
+static void tpj_lower_addc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const char* op) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 4, op)) return;
+  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  tpj_hlo_value_t v[4];
+  for (int i = 0; i < 4; ++i) v[i] = tpj_ops_cast_to(b, ctx->in[i], cd, o->dims, o->ndim);
+  tpj_hlo_value_t p = tpj_hlo_emit_binary(b, op, v[1], v[2]);
+  tpj_hlo_value_t r = tpj_hlo_emit_binary(b, "stablehlo.add", v[0],
+                                          tpj_hlo_emit_binary(b, "stablehlo.multiply", v[3], p));
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+void tpj_lower_addcmul(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_addc(ctx, r, "stablehlo.multiply");
+}
+
+void tpj_lower_addcdiv(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_addc(ctx, r, "stablehlo.divide");
+}
+
+/* lerp: in[0] self, in[1] end, in[2] weight. PyTorch's two-sided formula,
+ * exact at both ends: |w| < 0.5 ? self + w (end - self)
+ *                               : end - (end - self) (1 - w). */
+void tpj_lower_lerp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 3, "lerp")) return;
+  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  tpj_hlo_value_t s = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t e = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  tpj_hlo_value_t w = tpj_ops_cast_to(b, ctx->in[2], cd, o->dims, o->ndim);
+  tpj_hlo_value_t diff = tpj_hlo_emit_binary(b, "stablehlo.subtract", e, s);
+  tpj_hlo_value_t one = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_one(b, cd), o->dims, o->ndim);
+  tpj_hlo_value_t half = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, cd, 0.5), o->dims,
+                                                   o->ndim);
+  tpj_hlo_value_t lo = tpj_hlo_emit_binary(b, "stablehlo.add", s,
+                                           tpj_hlo_emit_binary(b, "stablehlo.multiply", w, diff));
+  tpj_hlo_value_t hi = tpj_hlo_emit_binary(
+      b, "stablehlo.subtract", e,
+      tpj_hlo_emit_binary(b, "stablehlo.multiply", diff,
+                          tpj_hlo_emit_binary(b, "stablehlo.subtract", one, w)));
+  tpj_hlo_value_t aw = tpj_dtype_is_complex(cd) ? w : tpj_hlo_emit_unary(b, "stablehlo.abs", w);
+  tpj_hlo_value_t small = tpj_dtype_is_complex(cd)
+                              ? tpj_hlo_emit_compare(b, tpj_hlo_emit_real(b, w),
+                                                     tpj_hlo_emit_real(b, half), "LT")
+                              : tpj_hlo_emit_compare(b, aw, half, "LT");
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_select(b, small, lo, hi), o->dtype);
+}
