@@ -730,6 +730,74 @@ tpj_hlo_value_t tpj_hlo_emit_extreme(tpj_hlo_builder_t* b, tpj_dtype_t dt, int h
   return tpj_hlo_emit_constant_text(b, dt, buf);
 }
 
+tpj_hlo_value_t tpj_hlo_emit_take(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t idx,
+                                  int dim) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &idx)) return kInvalid;
+  if (idx.ndim != 1 || !tpj_dtype_is_int(idx.dtype) || dim < 0 || dim >= x.ndim) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "take needs 1-D integer indices and a dim of the operand"));
+    return kInvalid;
+  }
+  int64_t dims[TPJ_MAX_DIMS], offs[TPJ_MAX_DIMS], sizes[TPJ_MAX_DIMS];
+  int no = 0;
+  for (int d = 0; d < x.ndim; ++d) {
+    dims[d] = d == dim ? idx.dims[0] : x.dims[d];
+    sizes[d] = d == dim ? 1 : x.dims[d];
+    if (d != dim) offs[no++] = d;
+  }
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, dims, x.ndim);
+  const tpj_hlo_value_t* ops[2] = {&x, &idx};
+  tpj_hlo_begin_op(b, &r, "stablehlo.gather", ops, 2);
+  tpj_strbuf_t* sb = &b->body;
+  tpj_strbuf_puts(sb, " {dimension_numbers = #stablehlo.gather<offset_dims = ");
+  tpj_hlo_print_i64_list(sb, offs, no);
+  tpj_strbuf_printf(sb, ", collapsed_slice_dims = [%d], start_index_map = [%d], index_vector_dim = 1>, "
+                        "indices_are_sorted = false, slice_sizes = ", dim, dim);
+  tpj_hlo_print_i64_array(sb, sizes, x.ndim);
+  tpj_strbuf_puts(sb, "}");
+  tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_scatter_add_rows(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                              tpj_hlo_value_t idx, tpj_hlo_value_t upd) {
+  if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &idx) || !tpj_hlo_check_valid(b, &upd))
+    return kInvalid;
+  int ok = x.ndim >= 1 && idx.ndim == 1 && tpj_dtype_is_int(idx.dtype) && upd.dtype == x.dtype &&
+           upd.ndim == x.ndim && upd.dims[0] == idx.dims[0];
+  for (int d = 1; ok && d < x.ndim; ++d) ok = upd.dims[d] == x.dims[d];
+  if (!ok) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
+                                    "scatter_add_rows: indices or updates do not fit the operand"));
+    return kInvalid;
+  }
+  int64_t win[TPJ_MAX_DIMS];
+  for (int d = 1; d < x.ndim; ++d) win[d - 1] = d;
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[3] = {&x, &idx, &upd};
+  tpj_hlo_begin_op(b, &r, "stablehlo.scatter", ops, 3);
+  tpj_strbuf_t* sb = &b->body;
+  tpj_strbuf_printf(sb, " ({\n    ^bb0(%%old%d: ", r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, ", %%new%d: ", r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, "):\n      %%sum%d = \"stablehlo.add\"(%%old%d, %%new%d) : (", r.id, r.id, r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_puts(sb, ", ");
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_puts(sb, ") -> ");
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_printf(sb, "\n      \"stablehlo.return\"(%%sum%d) : (", r.id);
+  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
+  tpj_strbuf_puts(sb, ") -> ()\n    }) {indices_are_sorted = false, scatter_dimension_numbers = "
+                      "#stablehlo.scatter<update_window_dims = ");
+  tpj_hlo_print_i64_list(sb, win, x.ndim - 1);
+  tpj_strbuf_puts(sb, ", inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+                      "index_vector_dim = 1>, unique_indices = false}");
+  tpj_hlo_end_op(b, &r, ops, 3);
+  return r;
+}
+
 tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,
                             tpj_strbuf_t* out) {
   for (int i = 0; i < nresults; ++i) tpj_hlo_check_valid(b, &results[i]);

@@ -128,6 +128,16 @@ tpj_hlo_value_t tpj_hlo_emit_const_f64(tpj_hlo_builder_t* b, tpj_dtype_t dt, dou
 tpj_hlo_value_t tpj_hlo_emit_extreme(tpj_hlo_builder_t* b, tpj_dtype_t dt, int highest);
 tpj_hlo_value_t tpj_hlo_emit_one(tpj_hlo_builder_t* b, tpj_dtype_t dt);
 
+/* Takes x's slices at idx (1-D integer) along dim: the result has x's dims
+ * with dims[dim] = len(idx). Out-of-range indices are the caller's to
+ * reject (XLA clamps them). */
+tpj_hlo_value_t tpj_hlo_emit_take(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t idx,
+                                  int dim);
+/* x[idx[i], ...] += upd[i, ...] for each i: x's leading dim is indexed by the
+ * 1-D integer idx, upd has dims (len(idx), x's other dims). */
+tpj_hlo_value_t tpj_hlo_emit_scatter_add_rows(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                              tpj_hlo_value_t idx, tpj_hlo_value_t upd);
+
 /* Writes the whole module into out (cleared first). Returns the first
  * failure of any emitter, or of the text buffer. */
 tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,

@@ -98,6 +98,8 @@ void tpj_lower_layer_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_addcmul(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_addcdiv(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_lerp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index_select(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_embedding_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

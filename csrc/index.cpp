@@ -1,0 +1,80 @@
+// Kernel glue for index_select and embedding_dense_backward. Indices are
+// validated on the host (one wait for the index tensor, usually small):
+// XLA would clamp an out-of-range index into a silent wrong answer, and
+// PyTorch users expect "index out of range in self".
+#include <ATen/WrapDimUtils.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "common.h"
+
+namespace torch_pjrt {
+
+at::Tensor to_host(const at::Tensor& src);  // copy.cpp
+
+namespace {
+
+using at::Tensor;
+
+void check_indices(const Tensor& index, int64_t size) {
+  Tensor h = index.device().is_cpu() ? index : to_host(index);
+  if (h.numel() == 0) return;
+  int64_t lo = h.min().item<int64_t>(), hi = h.max().item<int64_t>();
+  TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");
+}
+
+Tensor on_device(const Tensor& t, c10::Device dev) {
+  return t.device() == dev ? t : t.to(dev);
+}
+
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  const char* op = "aten::index_select";
+  check_supported(self, op);
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  Tensor m = at::index_select(to_meta(self), dim, to_meta(index));
+  check_indices(index, self.dim() == 0 ? 1 : self.size(d));
+  c10::DeviceGuard guard(self.device());
+  Tensor idx = on_device(index, self.device());
+  Tensor out = at::empty(m.sizes(), self.options());
+  OpArgs a;
+  a.tensor(self);
+  a.tensor(idx);
+  run_op(op, self.device().index(), a, {d}, {out});
+  return out;
+}
+
+Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, c10::SymInt num_weights,
+                                c10::SymInt padding_idx, bool scale_grad_by_freq) {
+  const char* op = "aten::embedding_dense_backward";
+  int64_t n = num_weights.expect_int(), pad = padding_idx.expect_int();
+  if (scale_grad_by_freq) {
+    // Counting duplicate indices is not lowered yet: PyTorch's CPU kernel, counted.
+    count_fallback(op);
+    Tensor r = at::embedding_dense_backward(to_host(grad), to_host(indices), n, pad, true);
+    return r.to(grad.device());
+  }
+  check_supported(grad, op);
+  check_indices(indices, n);
+  c10::DeviceGuard guard(grad.device());
+  Tensor idx = on_device(indices, grad.device());
+  Tensor out = at::empty({n, grad.size(-1)}, grad.options());
+  at::ScalarType acc = (grad.scalar_type() == at::kHalf || grad.scalar_type() == at::kBFloat16)
+                           ? at::kFloat
+                           : grad.scalar_type();
+  OpArgs a;
+  a.tensor(grad);
+  a.tensor(idx);
+  run_op(op, grad.device().index(), a, {pad, to_tpj_dtype(acc)}, {out});
+  return out;
+}
+
+}  // namespace
+}  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index_select", TORCH_FN(torch_pjrt::index_select));
+  m.impl("embedding_dense_backward", TORCH_FN(torch_pjrt::embedding_dense_backward));
+}
