@@ -197,22 +197,19 @@ static tpj_hlo_value_t tpj_view_read_nested(tpj_hlo_builder_t* b, tpj_hlo_value_
   return cur;
 }
 
-/* Builds flat[offset + sum(i_k * stride_k)] with a gather; result dims are
- * the real dims in the view's order. */
-static tpj_hlo_value_t tpj_view_read_gather(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
-                                            const tpj_view_t* v, const tpj_view_dims_t* d) {
-  int64_t dims[TPJ_MAX_DIMS];
-  for (int k = 0; k < d->n; ++k) dims[k] = v->sizes[d->pos[k]];
-  tpj_hlo_value_t idx = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->offset), dims,
-                                                  d->n);
-  for (int k = 0; k < d->n; ++k) {
-    tpj_hlo_value_t io = tpj_hlo_emit_iota(b, TPJ_I64, dims, d->n, k);
-    tpj_hlo_value_t st = tpj_hlo_emit_broadcast_to(
-        b, tpj_hlo_emit_const_i64(b, v->strides[d->pos[k]]), dims, d->n);
+/* flat index of every element of v: offset + sum(iota_k * stride_k) */
+static tpj_hlo_value_t tpj_view_indices(tpj_hlo_builder_t* b, const tpj_view_t* v) {
+  tpj_hlo_value_t idx = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->offset),
+                                                  v->sizes, v->ndim);
+  for (int k = 0; k < v->ndim; ++k) {
+    if (v->sizes[k] == 1 || v->strides[k] == 0) continue;
+    tpj_hlo_value_t io = tpj_hlo_emit_iota(b, TPJ_I64, v->sizes, v->ndim, k);
+    tpj_hlo_value_t st = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->strides[k]),
+                                                   v->sizes, v->ndim);
     idx = tpj_hlo_emit_binary(b, "stablehlo.add", idx,
                               tpj_hlo_emit_binary(b, "stablehlo.multiply", io, st));
   }
-  return tpj_hlo_emit_gather_1d(b, flat, idx);
+  return idx;
 }
 
 tpj_hlo_value_t tpj_view_emit_read(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
@@ -249,27 +246,13 @@ tpj_hlo_value_t tpj_view_emit_read(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
         if (d.order[j] == k) perm[k] = j;
     cur = tpj_hlo_emit_transpose(b, cur, perm);
   } else {
-    cur = tpj_view_read_gather(b, flat, v, &d);
+    /* irregular strides: one gather of every element, already in v's shape */
+    return tpj_hlo_emit_gather_1d(b, flat, tpj_view_indices(b, v));
   }
   /* size-1 and stride-0 dims come back through broadcast_in_dim */
   int64_t bdims[TPJ_MAX_DIMS];
   for (int k = 0; k < d.n; ++k) bdims[k] = d.pos[k];
   return tpj_hlo_emit_broadcast_in_dim(b, cur, v->sizes, v->ndim, bdims);
-}
-
-/* flat index of every element of v: offset + sum(iota_k * stride_k) */
-static tpj_hlo_value_t tpj_view_indices(tpj_hlo_builder_t* b, const tpj_view_t* v) {
-  tpj_hlo_value_t idx = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->offset),
-                                                  v->sizes, v->ndim);
-  for (int k = 0; k < v->ndim; ++k) {
-    if (v->sizes[k] == 1 || v->strides[k] == 0) continue;
-    tpj_hlo_value_t io = tpj_hlo_emit_iota(b, TPJ_I64, v->sizes, v->ndim, k);
-    tpj_hlo_value_t st = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, v->strides[k]),
-                                                   v->sizes, v->ndim);
-    idx = tpj_hlo_emit_binary(b, "stablehlo.add", idx,
-                              tpj_hlo_emit_binary(b, "stablehlo.multiply", io, st));
-  }
-  return idx;
 }
 
 tpj_hlo_value_t tpj_view_emit_write(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,

@@ -53,10 +53,16 @@ def pytest_runtest_makereport(item, call):
 
 def _drop_last_traceback():
     # pytest keeps the last failure's traceback (for post-mortem debugging),
-    # and with it the failed test's frame and tensors.
-    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+    # and with it the failed test's frame and tensors. After a failure, also
+    # collect fully: those tensors may sit in an old generation, and a later
+    # collection would free them mid-test, which no_leaks would misreport.
+    names = ("last_type", "last_value", "last_traceback", "last_exc")
+    failed = any(getattr(sys, n, None) is not None for n in names)
+    for name in names:
         if hasattr(sys, name):
             setattr(sys, name, None)
+    if failed:
+        gc.collect()
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ clamp / clamp_min / clamp_max / clamp_, masked_fill / masked_fill_, and cat
 zero-element inputs, non-contiguous operands and views, in-place forms,
 CPU's errors, and that each op ran natively (no CPU fallback recorded for
 any overload whose name starts with the op's)."""
-import gc
-import sys
 
 import pytest
 import torch
@@ -21,18 +19,6 @@ INF = float("inf")
 NAN = float("nan")
 
 
-@pytest.fixture(autouse=True)
-def _settle_after_failure():
-    """After a failed test (pytest keeps its traceback in sys.last_*), collect
-    fully before no_leaks counts, so the failed test's tensors are not freed
-    mid-test. Autouse: runs before no_leaks."""
-    if any(getattr(sys, n, None) is not None
-           for n in ("last_type", "last_value", "last_traceback", "last_exc")):
-        for n in ("last_type", "last_value", "last_traceback", "last_exc"):
-            if hasattr(sys, n):
-                setattr(sys, n, None)
-        gc.collect()
-    yield
 
 
 TOL = {

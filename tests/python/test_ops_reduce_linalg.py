@@ -3,9 +3,7 @@
 keepdim, dtype=, 0-d and zero-element inputs, non-contiguous operands, error
 messages, autograd, the executable cache, and that each op ran natively (no
 CPU fallback recorded for it)."""
-import gc
 import re
-import sys
 
 import pytest
 import torch
@@ -17,19 +15,6 @@ from conftest import dtype_id, make
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
-@pytest.fixture(autouse=True)
-def _settle_after_failure():
-    """After a failed test (pytest keeps its traceback in sys.last_*), collect
-    fully before no_leaks counts: the failed test's tensors may sit in an old
-    generation, and a later collection would free them mid-test, which
-    no_leaks would report as a mismatch. Autouse: runs before no_leaks."""
-    if any(getattr(sys, n, None) is not None
-           for n in ("last_type", "last_value", "last_traceback", "last_exc")):
-        for n in ("last_type", "last_value", "last_traceback", "last_exc"):
-            if hasattr(sys, n):
-                setattr(sys, n, None)
-        gc.collect()
-    yield
 
 TOL = {
     torch.float16: dict(rtol=1e-2, atol=1e-2),

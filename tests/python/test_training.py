@@ -8,7 +8,6 @@ compared. Ops may fall back to the CPU here; only values are checked."""
 import copy
 import gc
 import math
-import sys
 
 import pytest
 import torch
@@ -24,18 +23,6 @@ PARAM_TOL = dict(rtol=1e-4, atol=1e-5)
 LOSS_TOL = dict(rtol=1e-5, atol=1e-6)
 STEPS = 5
 
-
-@pytest.fixture(autouse=True)
-def _settle_after_failure():
-    """After a failed test (pytest keeps its traceback in sys.last_*), collect
-    fully before no_leaks counts. Autouse: runs before no_leaks."""
-    if any(getattr(sys, n, None) is not None
-           for n in ("last_type", "last_value", "last_traceback", "last_exc")):
-        for n in ("last_type", "last_value", "last_traceback", "last_exc"):
-            if hasattr(sys, n):
-                setattr(sys, n, None)
-        gc.collect()
-    yield
 
 
 class MLP(nn.Module):
