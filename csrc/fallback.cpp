@@ -15,18 +15,36 @@ namespace {
 std::mutex g_mu;
 std::map<std::string, int64_t> g_counts;
 
-bool fallback_is_error() {
+// TORCH_PJRT_FALLBACK: allow (silent), warn (the default: one warning per op
+// per process), error (NotImplementedError naming the op).
+enum class Mode { kAllow, kWarn, kError };
+
+Mode fallback_mode() {
   const char* v = std::getenv("TORCH_PJRT_FALLBACK");
-  return v && std::string(v) == "error";
+  std::string m = v ? v : "warn";
+  if (m == "allow") return Mode::kAllow;
+  if (m == "error") return Mode::kError;
+  TORCH_CHECK(m == "warn" || m.empty(), "TORCH_PJRT_FALLBACK=", m,
+              " is not one of allow, warn, error");
+  return Mode::kWarn;
 }
 
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
   std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
-  TORCH_CHECK_NOT_IMPLEMENTED(!fallback_is_error(), full,
+  Mode mode = fallback_mode();
+  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, full,
                               " has no tpu lowering and TORCH_PJRT_FALLBACK=error forbids "
                               "running it on the CPU");
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    first = g_counts.find(full) == g_counts.end();
+  }
   count_fallback(full);
+  if (mode == Mode::kWarn && first)
+    TORCH_WARN(full, " has no tpu lowering: it runs on the CPU (slower; counted in "
+               "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
   at::native::cpu_fallback(op, stack);
 }
 

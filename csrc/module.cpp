@@ -49,6 +49,18 @@ py::dict metrics() {
   d["evictions"] = m.evictions;
   d["compile_seconds"] = m.compile_seconds;
   d["cache_size"] = tpj_exec_cache_size(tp::exec());
+  int64_t h2d, d2h;
+  tpj_rt_transfer_bytes(&h2d, &d2h);
+  d["h2d_bytes"] = h2d;
+  d["d2h_bytes"] = d2h;
+  d["live_buffers"] = tpj_rt_live_buffers();
+  int64_t live = 0;
+  for (int i = 0; i < tpj_rt_device_count(tp::rt()); ++i) {
+    tpj_box_stats_t st;
+    tpj_box_get_stats(i, &st);
+    live += st.allocated;
+  }
+  d["live_bytes"] = live;
   return d;
 }
 

@@ -42,9 +42,31 @@ def reset_fallbacks() -> None:
     _C._reset_fallbacks()
 
 
+_METRICS_BASE: dict = {}
+
+
 def metrics() -> dict:
-    """Compiles, cache hits and misses, executions, compile seconds."""
-    return dict(_C._metrics())
+    """Counters since the process began (or the last reset_metrics()):
+    compiles, compile_seconds, cache_hits_memory, cache_hits_disk,
+    cache_misses, executions, evictions, h2d_bytes, d2h_bytes,
+    fallback_calls; and the gauges cache_size, live_buffers, live_bytes."""
+    m = dict(_C._metrics())
+    m["cache_hits_memory"] = m["cache_hits"]
+    m["cache_hits_disk"] = 0  # the on-disk cache is not built yet
+    m["fallback_calls"] = sum(_C._fallbacks().values())
+    for k, v in _METRICS_BASE.items():
+        m[k] = m[k] - v
+    return m
+
+
+def reset_metrics() -> None:
+    """Zeroes the counters of metrics() and the fallback counts."""
+    _METRICS_BASE.clear()
+    _C._reset_fallbacks()
+    m = metrics()
+    for k in ("compiles", "compile_seconds", "cache_hits", "cache_hits_memory", "cache_misses",
+              "executions", "evictions", "h2d_bytes", "d2h_bytes"):
+        _METRICS_BASE[k] = m[k]
 
 
 def lowered_ops() -> list[str]:

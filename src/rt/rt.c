@@ -45,6 +45,7 @@ struct tpj_rt_exe {
 };
 
 static atomic_llong g_live_buffers;
+static atomic_llong g_h2d_bytes, g_d2h_bytes;
 
 /* True when the plugin's PJRT_Api table is long enough to hold `field` and
  * fills it: plugins built against an older minor version have shorter
@@ -488,6 +489,7 @@ tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype
     tpj_rt_pjrt_buffer_destroy(api, a.buffer);
     return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   }
+  atomic_fetch_add(&g_h2d_bytes, (long long)tpj_rt_buffer_nbytes(*out_buf));
   return NULL;
 }
 
@@ -515,6 +517,7 @@ tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst
   a.dst = dst;
   a.dst_size = nbytes;
   TPJ_PJRT(api, api->PJRT_Buffer_ToHostBuffer(&a), "copying to the host");
+  atomic_fetch_add(&g_d2h_bytes, (long long)nbytes);
   return tpj_rt_event_await(api, a.event, "copying to the host");
 }
 
@@ -558,6 +561,11 @@ void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) {
 }
 
 int64_t tpj_rt_live_buffers(void) { return atomic_load(&g_live_buffers); }
+
+void tpj_rt_transfer_bytes(int64_t* out_h2d, int64_t* out_d2h) {
+  *out_h2d = atomic_load(&g_h2d_bytes);
+  *out_d2h = atomic_load(&g_d2h_bytes);
+}
 
 /* ---- compile and execute --------------------------------------------- */
 

@@ -90,6 +90,8 @@ int64_t tpj_rt_buffer_numel(const tpj_rt_buffer_t* buf);
 size_t tpj_rt_buffer_nbytes(const tpj_rt_buffer_t* buf);
 /* Number of live tpj_rt_buffer_t in the process (for leak tests). */
 int64_t tpj_rt_live_buffers(void);
+/* Bytes copied host-to-device and device-to-host since the process began. */
+void tpj_rt_transfer_bytes(int64_t* out_h2d, int64_t* out_d2h);
 
 /* ---- compile and execute --------------------------------------------- */
 
