@@ -71,10 +71,71 @@ Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, c10::
   return out;
 }
 
+// Every target is a class or ignore_index, as CPU's kernel insists.
+void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  Tensor h = (target.device().is_cpu() ? target : to_host(target)).reshape(-1);
+  auto acc = h.to(at::kLong).contiguous();
+  const int64_t* p = acc.data_ptr<int64_t>();
+  for (int64_t i = 0; i < acc.numel(); ++i)
+    TORCH_CHECK_INDEX(p[i] == ignore_index || (p[i] >= 0 && p[i] < classes), "Target ", p[i],
+                      " is out of bounds.");
+}
+
+std::tuple<Tensor, Tensor> nll_loss_forward(const Tensor& self, const Tensor& target,
+                                            const std::optional<Tensor>& weight, int64_t reduction,
+                                            c10::SymInt ignore_index) {
+  const char* op = "aten::nll_loss_forward";
+  int64_t ig = ignore_index.expect_int();
+  bool hw = weight && weight->defined();
+  auto [m0, m1] = at::nll_loss_forward_symint(to_meta(self), to_meta(target),
+                                              hw ? to_meta(*weight) : Tensor(), reduction, ig);
+  check_supported(self, op);
+  check_targets(target, self.size(-1), ig);
+  c10::DeviceGuard guard(self.device());
+  Tensor out = at::empty(m0.sizes(), m0.options().device(self.device()));
+  Tensor total = at::empty(m1.sizes(), m1.options().device(self.device()));
+  at::ScalarType cd = (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16)
+                          ? at::kFloat
+                          : self.scalar_type();
+  OpArgs a;
+  a.tensor(self);
+  a.tensor(on_device(target, self.device()));
+  if (hw) a.tensor(on_device(*weight, self.device()));
+  run_op(op, self.device().index(), a, {to_tpj_dtype(cd), reduction, ig, hw}, {out, total});
+  return {out, total};
+}
+
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                         const std::optional<Tensor>& weight, int64_t reduction,
+                         c10::SymInt ignore_index, const Tensor& total_weight) {
+  const char* op = "aten::nll_loss_backward";
+  int64_t ig = ignore_index.expect_int();
+  bool hw = weight && weight->defined();
+  Tensor m = at::nll_loss_backward_symint(to_meta(grad), to_meta(self), to_meta(target),
+                                          hw ? to_meta(*weight) : Tensor(), reduction, ig,
+                                          to_meta(total_weight));
+  check_supported(self, op);
+  c10::DeviceGuard guard(self.device());
+  Tensor out = at::empty(m.sizes(), m.options().device(self.device()));
+  at::ScalarType cd = (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16)
+                          ? at::kFloat
+                          : self.scalar_type();
+  OpArgs a;
+  a.tensor(grad);
+  a.tensor(self);
+  a.tensor(on_device(target, self.device()));
+  a.tensor(total_weight);
+  if (hw) a.tensor(on_device(*weight, self.device()));
+  run_op(op, self.device().index(), a, {to_tpj_dtype(cd), reduction, ig, hw}, {out});
+  return out;
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_select", TORCH_FN(torch_pjrt::index_select));
   m.impl("embedding_dense_backward", TORCH_FN(torch_pjrt::embedding_dense_backward));
+  m.impl("nll_loss_forward", TORCH_FN(torch_pjrt::nll_loss_forward));
+  m.impl("nll_loss_backward", TORCH_FN(torch_pjrt::nll_loss_backward));
 }

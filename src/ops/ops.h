@@ -100,6 +100,8 @@ void tpj_lower_addcdiv(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_lerp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_index_select(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_embedding_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nll_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nll_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

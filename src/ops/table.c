@@ -63,6 +63,8 @@ static const tpj_op_def_t kOps[] = {
     {"aten::ne.Scalar", tpj_lower_ne},
     {"aten::ne.Tensor", tpj_lower_ne},
     {"aten::neg", tpj_lower_neg},
+    {"aten::nll_loss_backward", tpj_lower_nll_loss_backward},
+    {"aten::nll_loss_forward", tpj_lower_nll_loss},
     {"aten::pow.Tensor_Scalar", tpj_lower_pow},
     {"aten::pow.Tensor_Tensor", tpj_lower_pow},
     {"aten::prod.dim_int", tpj_lower_prod},
