@@ -554,6 +554,29 @@ tpj_hlo_value_t tpj_hlo_emit_update_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t 
   return r;
 }
 
+/* Writes the one-block region of reduce/scatter: ` ({ ^bb0(a, b): ... })`
+ * computing `body`(a, b), or returning b when body is NULL (an overwrite).
+ * Block argument names carry the op's id, so they are unique in the function. */
+static void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* body) {
+  tpj_strbuf_printf(sb, " ({\n    ^bb0(%%ra%d: ", id);
+  tpj_hlo_print_type(sb, dt, NULL, 0);
+  tpj_strbuf_printf(sb, ", %%rb%d: ", id);
+  tpj_hlo_print_type(sb, dt, NULL, 0);
+  tpj_strbuf_puts(sb, "):\n");
+  if (body) {
+    tpj_strbuf_printf(sb, "      %%rc%d = \"%s\"(%%ra%d, %%rb%d) : (", id, body, id, id);
+    tpj_hlo_print_type(sb, dt, NULL, 0);
+    tpj_strbuf_puts(sb, ", ");
+    tpj_hlo_print_type(sb, dt, NULL, 0);
+    tpj_strbuf_puts(sb, ") -> ");
+    tpj_hlo_print_type(sb, dt, NULL, 0);
+    tpj_strbuf_puts(sb, "\n");
+  }
+  tpj_strbuf_printf(sb, "      \"stablehlo.return\"(%%r%c%d) : (", body ? 'c' : 'b', id);
+  tpj_hlo_print_type(sb, dt, NULL, 0);
+  tpj_strbuf_puts(sb, ") -> ()\n    })");
+}
+
 tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
                                         tpj_hlo_value_t idx, tpj_hlo_value_t upd) {
   if (!tpj_hlo_check_valid(b, &flat) || !tpj_hlo_check_valid(b, &idx) ||
@@ -571,14 +594,9 @@ tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t fl
   tpj_hlo_begin_op(b, &r, "stablehlo.scatter", ops, 3);
   tpj_strbuf_t* sb = &b->body;
   /* the update computation keeps the new value: an overwrite */
-  tpj_strbuf_printf(sb, " ({\n    ^bb0(%%old%d: ", r.id);
-  tpj_hlo_print_type(sb, flat.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, ", %%new%d: ", r.id);
-  tpj_hlo_print_type(sb, flat.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, "):\n      \"stablehlo.return\"(%%new%d) : (", r.id);
-  tpj_hlo_print_type(sb, flat.dtype, NULL, 0);
+  tpj_hlo_print_region(sb, r.id, flat.dtype, NULL);
   tpj_strbuf_printf(sb,
-                    ") -> ()\n    }) {indices_are_sorted = false, scatter_dimension_numbers = "
+                    " {indices_are_sorted = false, scatter_dimension_numbers = "
                     "#stablehlo.scatter<inserted_window_dims = [0], "
                     "scatter_dims_to_operand_dims = [0], index_vector_dim = %d>, "
                     "unique_indices = true}",
@@ -618,20 +636,8 @@ tpj_hlo_value_t tpj_hlo_emit_reduce(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj
   const tpj_hlo_value_t* ops[2] = {&x, &init};
   tpj_hlo_begin_op(b, &r, "stablehlo.reduce", ops, 2);
   tpj_strbuf_t* sb = &b->body;
-  /* block argument names carry the result's id: unique in the function */
-  tpj_strbuf_printf(sb, " ({\n    ^bb0(%%ra%d: ", r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, ", %%rb%d: ", r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, "):\n      %%rc%d = \"%s\"(%%ra%d, %%rb%d) : (", r.id, body, r.id, r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_puts(sb, ", ");
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_puts(sb, ") -> ");
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, "\n      \"stablehlo.return\"(%%rc%d) : (", r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_puts(sb, ") -> ()\n    }) {dimensions = ");
+  tpj_hlo_print_region(sb, r.id, x.dtype, body);
+  tpj_strbuf_puts(sb, " {dimensions = ");
   tpj_hlo_print_i64_array(sb, dims, ndims);
   tpj_strbuf_puts(sb, "}");
   tpj_hlo_end_op(b, &r, ops, 2);
@@ -777,19 +783,8 @@ tpj_hlo_value_t tpj_hlo_emit_scatter_add_rows(tpj_hlo_builder_t* b, tpj_hlo_valu
   const tpj_hlo_value_t* ops[3] = {&x, &idx, &upd};
   tpj_hlo_begin_op(b, &r, "stablehlo.scatter", ops, 3);
   tpj_strbuf_t* sb = &b->body;
-  tpj_strbuf_printf(sb, " ({\n    ^bb0(%%old%d: ", r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, ", %%new%d: ", r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, "):\n      %%sum%d = \"stablehlo.add\"(%%old%d, %%new%d) : (", r.id, r.id, r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_puts(sb, ", ");
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_puts(sb, ") -> ");
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_printf(sb, "\n      \"stablehlo.return\"(%%sum%d) : (", r.id);
-  tpj_hlo_print_type(sb, x.dtype, NULL, 0);
-  tpj_strbuf_puts(sb, ") -> ()\n    }) {indices_are_sorted = false, scatter_dimension_numbers = "
+  tpj_hlo_print_region(sb, r.id, x.dtype, "stablehlo.add");
+  tpj_strbuf_puts(sb, " {indices_are_sorted = false, scatter_dimension_numbers = "
                       "#stablehlo.scatter<update_window_dims = ");
   tpj_hlo_print_i64_list(sb, win, x.ndim - 1);
   tpj_strbuf_puts(sb, ", inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
