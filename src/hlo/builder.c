@@ -1,9 +1,11 @@
 #include "hlo/builder.h"
+#include "hlo/internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const tpj_hlo_value_t kInvalid = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}};
+const tpj_hlo_value_t tpj_hlo_kInvalid = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}};
+#define kInvalid tpj_hlo_kInvalid
 
 void tpj_hlo_builder_init(tpj_hlo_builder_t* b) {
   memset(b, 0, sizeof(*b));
@@ -37,21 +39,21 @@ void tpj_hlo_print_type(tpj_strbuf_t* sb, tpj_dtype_t dt, const int64_t* dims, i
   tpj_strbuf_puts(sb, ">");
 }
 
-static void tpj_hlo_print_value_type(tpj_strbuf_t* sb, const tpj_hlo_value_t* v) {
+void tpj_hlo_print_value_type(tpj_strbuf_t* sb, const tpj_hlo_value_t* v) {
   tpj_hlo_print_type(sb, v->dtype, v->dims, v->ndim);
 }
 
-static void tpj_hlo_print_ref(tpj_strbuf_t* sb, const tpj_hlo_value_t* v) {
+void tpj_hlo_print_ref(tpj_strbuf_t* sb, const tpj_hlo_value_t* v) {
   tpj_strbuf_printf(sb, v->is_arg ? "%%arg%d" : "%%v%d", v->id);
 }
 
-static void tpj_hlo_print_i64_array(tpj_strbuf_t* sb, const int64_t* a, int n) {
+void tpj_hlo_print_i64_array(tpj_strbuf_t* sb, const int64_t* a, int n) {
   tpj_strbuf_puts(sb, "array<i64");
   for (int i = 0; i < n; ++i) tpj_strbuf_printf(sb, "%s %lld", i ? "," : ":", (long long)a[i]);
   tpj_strbuf_puts(sb, ">");
 }
 
-static int tpj_hlo_check_valid(tpj_hlo_builder_t* b, const tpj_hlo_value_t* v) {
+int tpj_hlo_check_valid(tpj_hlo_builder_t* b, const tpj_hlo_value_t* v) {
   if (b->status) return 0;
   if (v->id < 0) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "use of an invalid HLO value"));
@@ -60,7 +62,7 @@ static int tpj_hlo_check_valid(tpj_hlo_builder_t* b, const tpj_hlo_value_t* v) {
   return 1;
 }
 
-static int tpj_hlo_check_dims(tpj_hlo_builder_t* b, const int64_t* dims, int ndim) {
+int tpj_hlo_check_dims(tpj_hlo_builder_t* b, const int64_t* dims, int ndim) {
   if (ndim < 0 || ndim > TPJ_MAX_DIMS) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_UNIMPLEMENTED, "rank %d exceeds the maximum %d", ndim,
                                     TPJ_MAX_DIMS));
@@ -76,7 +78,7 @@ static int tpj_hlo_check_dims(tpj_hlo_builder_t* b, const int64_t* dims, int ndi
   return 1;
 }
 
-static tpj_hlo_value_t tpj_hlo_new_value(tpj_hlo_builder_t* b, tpj_dtype_t dt,
+tpj_hlo_value_t tpj_hlo_new_value(tpj_hlo_builder_t* b, tpj_dtype_t dt,
                                          const int64_t* dims, int ndim) {
   tpj_hlo_value_t v;
   memset(&v, 0, sizeof(v));
@@ -88,7 +90,7 @@ static tpj_hlo_value_t tpj_hlo_new_value(tpj_hlo_builder_t* b, tpj_dtype_t dt,
 }
 
 /* Writes `%vN = "name"(operands...)` up to the attribute dictionary. */
-static void tpj_hlo_begin_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r, const char* name,
+void tpj_hlo_begin_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r, const char* name,
                              const tpj_hlo_value_t* const* ops, int nops) {
   tpj_strbuf_t* sb = &b->body;
   tpj_strbuf_puts(sb, "    ");
@@ -102,7 +104,7 @@ static void tpj_hlo_begin_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r, con
 }
 
 /* Writes ` : (types) -> type` and the newline. */
-static void tpj_hlo_end_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r,
+void tpj_hlo_end_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r,
                            const tpj_hlo_value_t* const* ops, int nops) {
   tpj_strbuf_t* sb = &b->body;
   tpj_strbuf_puts(sb, " : (");
@@ -134,7 +136,7 @@ tpj_hlo_value_t tpj_hlo_arg(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t*
   return v;
 }
 
-static int tpj_hlo_same_shape(const tpj_hlo_value_t* x, const tpj_hlo_value_t* y) {
+int tpj_hlo_same_shape(const tpj_hlo_value_t* x, const tpj_hlo_value_t* y) {
   if (x->ndim != y->ndim) return 0;
   for (int i = 0; i < x->ndim; ++i)
     if (x->dims[i] != y->dims[i]) return 0;
@@ -557,7 +559,7 @@ tpj_hlo_value_t tpj_hlo_emit_update_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t 
 /* Writes the one-block region of reduce/scatter: ` ({ ^bb0(a, b): ... })`
  * computing `body`(a, b), or returning b when body is NULL (an overwrite).
  * Block argument names carry the op's id, so they are unique in the function. */
-static void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* body) {
+void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* body) {
   tpj_strbuf_printf(sb, " ({\n    ^bb0(%%ra%d: ", id);
   tpj_hlo_print_type(sb, dt, NULL, 0);
   tpj_strbuf_printf(sb, ", %%rb%d: ", id);
@@ -605,7 +607,7 @@ tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t fl
   return r;
 }
 
-static void tpj_hlo_print_i64_list(tpj_strbuf_t* sb, const int64_t* a, int n) {
+void tpj_hlo_print_i64_list(tpj_strbuf_t* sb, const int64_t* a, int n) {
   tpj_strbuf_puts(sb, "[");
   for (int i = 0; i < n; ++i) tpj_strbuf_printf(sb, "%s%lld", i ? ", " : "", (long long)a[i]);
   tpj_strbuf_puts(sb, "]");

@@ -1,0 +1,43 @@
+/* hlo/internal: the builder's printing and checking primitives, shared by
+ * the emitter files of src/hlo/ (builder.c and one file per op family, e.g.
+ * conv.c). Not for src/ops/: lowerings call the emitters only. */
+#ifndef TPJ_HLO_INTERNAL_H_
+#define TPJ_HLO_INTERNAL_H_
+
+#include "hlo/builder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The invalid value every failing emitter returns. */
+extern const tpj_hlo_value_t tpj_hlo_kInvalid;
+
+void tpj_hlo_print_value_type(tpj_strbuf_t* sb, const tpj_hlo_value_t* v);
+/* "%vN" or "%argN" */
+void tpj_hlo_print_ref(tpj_strbuf_t* sb, const tpj_hlo_value_t* v);
+/* "array<i64: 1, 2>" */
+void tpj_hlo_print_i64_array(tpj_strbuf_t* sb, const int64_t* a, int n);
+/* "[1, 2]" */
+void tpj_hlo_print_i64_list(tpj_strbuf_t* sb, const int64_t* a, int n);
+/* 0 (and a recorded failure) when v is invalid or the builder has failed. */
+int tpj_hlo_check_valid(tpj_hlo_builder_t* b, const tpj_hlo_value_t* v);
+int tpj_hlo_check_dims(tpj_hlo_builder_t* b, const int64_t* dims, int ndim);
+int tpj_hlo_same_shape(const tpj_hlo_value_t* x, const tpj_hlo_value_t* y);
+/* A fresh SSA value of the given type (nothing is printed). */
+tpj_hlo_value_t tpj_hlo_new_value(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t* dims,
+                                  int ndim);
+/* Writes `%vN = "name"(operands...)`; then the caller prints regions and the
+ * attribute dictionary; tpj_hlo_end_op writes ` : (types) -> type\n`. */
+void tpj_hlo_begin_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r, const char* name,
+                      const tpj_hlo_value_t* const* ops, int nops);
+void tpj_hlo_end_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r,
+                    const tpj_hlo_value_t* const* ops, int nops);
+/* The one-block scalar region of reduce/scatter computing body(a, b)
+ * ("stablehlo.add", ...), or returning b when body is NULL. */
+void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* body);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPJ_HLO_INTERNAL_H_ */
