@@ -6,28 +6,7 @@
 #include <time.h>
 
 #include "base/strbuf.h"
-
-typedef struct tpj_exec_entry {
-  uint64_t hash;
-  char* key;               /* owned, key_len bytes */
-  size_t key_len;
-  tpj_rt_exe_t* exe;       /* owned */
-  struct tpj_exec_entry* prev;  /* LRU list, most recent first */
-  struct tpj_exec_entry* next;
-  struct tpj_exec_entry* chain; /* hash bucket */
-} tpj_exec_entry_t;
-
-struct tpj_exec {
-  tpj_rt_t* rt;
-  int capacity;
-  int size;
-  int nbuckets;
-  tpj_exec_entry_t** buckets;
-  tpj_exec_entry_t* head;
-  tpj_exec_entry_t* tail;
-  pthread_mutex_t mu;
-  tpj_exec_metrics_t m;
-};
+#include "exec/internal.h"
 
 tpj_status_t tpj_exec_create(tpj_rt_t* rt, int capacity, tpj_exec_t** out) {
   *out = NULL;
@@ -62,18 +41,20 @@ void tpj_exec_destroy(tpj_exec_t* ex) {
     e = n;
   }
   free(ex->buckets);
+  tpj_exec_trace_free(ex->trace);
   pthread_mutex_destroy(&ex->mu);
   free(ex);
 }
 
 /* The signature: everything that changes the program, nothing that only
  * changes values. */
-static void tpj_exec_key(tpj_strbuf_t* k, const char* op, const tpj_exec_arg_t* args,
-                         int nargs, const int64_t* attrs, int nattrs,
-                         const tpj_rt_shape_t* outs, int nouts) {
+void tpj_exec_key(tpj_strbuf_t* k, const char* op, const tpj_exec_arg_t* args, int nargs,
+                  const int64_t* attrs, int nattrs, const tpj_rt_shape_t* outs, int nouts,
+                  const int64_t* refs) {
   tpj_strbuf_puts(k, op);
   for (int i = 0; i < nargs; ++i) {
     const tpj_rt_buffer_t* bf = args[i].buf;
+    if (refs) tpj_strbuf_printf(k, "|r%lld", (long long)refs[i]);
     tpj_strbuf_printf(k, "|b%d:", (int)bf->dtype);
     for (int d = 0; d < bf->ndim; ++d) tpj_strbuf_printf(k, "%lld,", (long long)bf->dims[d]);
     if (args[i].has_view) {
@@ -91,43 +72,56 @@ static void tpj_exec_key(tpj_strbuf_t* k, const char* op, const tpj_exec_arg_t* 
   }
 }
 
-static tpj_status_t tpj_exec_lower(const char* op_name, const tpj_exec_arg_t* args, int nargs,
-                                   const int64_t* attrs, int nattrs,
-                                   const tpj_rt_shape_t* out_shapes, int nouts,
-                                   tpj_strbuf_t* text) {
+tpj_status_t tpj_exec_lower_node(tpj_hlo_builder_t* b, const char* op_name,
+                                 const tpj_hlo_value_t* in, int nin, const int64_t* attrs,
+                                 int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
+                                 tpj_hlo_value_t* results) {
   const tpj_op_def_t* def = tpj_ops_lookup(op_name);
   if (!def) return tpj_status_make(TPJ_UNIMPLEMENTED, "%s has no lowering", op_name);
-  if (nargs > TPJ_OP_MAX_IN || nattrs > TPJ_OP_MAX_ATTRS || nouts > TPJ_OP_MAX_OUT)
+  if (nin > TPJ_OP_MAX_IN || nattrs > TPJ_OP_MAX_ATTRS || nouts > TPJ_OP_MAX_OUT)
     return tpj_status_make(TPJ_UNIMPLEMENTED, "%s: too many operands", op_name);
-  tpj_hlo_builder_t b;
-  tpj_hlo_builder_init(&b);
   tpj_op_ctx_t ctx;
   memset(&ctx, 0, sizeof(ctx));
-  ctx.b = &b;
-  ctx.nin = nargs;
-  for (int i = 0; i < nargs; ++i) {
-    const tpj_rt_buffer_t* bf = args[i].buf;
-    tpj_hlo_value_t a = tpj_hlo_arg(&b, bf->dtype, bf->dims, bf->ndim);
-    ctx.in[i] = args[i].has_view ? tpj_view_emit_read(&b, a, &args[i].view) : a;
-  }
+  ctx.b = b;
+  ctx.nin = nin;
+  for (int i = 0; i < nin; ++i) ctx.in[i] = in[i];
   ctx.nattrs = nattrs;
   for (int i = 0; i < nattrs; ++i) ctx.attrs[i] = attrs[i];
   ctx.nouts = nouts;
   for (int i = 0; i < nouts; ++i) ctx.outs[i] = out_shapes[i];
-  tpj_hlo_value_t results[TPJ_OP_MAX_OUT];
   for (int i = 0; i < nouts; ++i) results[i].id = -1;
   def->lower(&ctx, results);
   /* the lowering must produce exactly the types PyTorch expects */
-  for (int i = 0; i < nouts && tpj_hlo_ok(&b); ++i) {
+  for (int i = 0; i < nouts && tpj_hlo_ok(b); ++i) {
     const tpj_rt_shape_t* o = &out_shapes[i];
     int same = results[i].id >= 0 && results[i].dtype == o->dtype && results[i].ndim == o->ndim;
     for (int d = 0; same && d < o->ndim; ++d) same = results[i].dims[d] == o->dims[d];
     if (!same)
-      tpj_hlo_fail(&b, tpj_status_make(TPJ_INTERNAL,
-                                       "lowering of %s produced the wrong type for output %d",
-                                       op_name, i));
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL,
+                                      "lowering of %s produced the wrong type for output %d",
+                                      op_name, i));
   }
-  tpj_status_t s = tpj_hlo_finish(&b, results, nouts, text);
+  return NULL;
+}
+
+static tpj_status_t tpj_exec_lower(const char* op_name, const tpj_exec_arg_t* args, int nargs,
+                                   const int64_t* attrs, int nattrs,
+                                   const tpj_rt_shape_t* out_shapes, int nouts,
+                                   tpj_strbuf_t* text) {
+  if (nargs > TPJ_OP_MAX_IN)
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "%s: too many operands", op_name);
+  tpj_hlo_builder_t b;
+  tpj_hlo_builder_init(&b);
+  tpj_hlo_value_t in[TPJ_OP_MAX_IN];
+  for (int i = 0; i < nargs; ++i) {
+    const tpj_rt_buffer_t* bf = args[i].buf;
+    tpj_hlo_value_t a = tpj_hlo_arg(&b, bf->dtype, bf->dims, bf->ndim);
+    in[i] = args[i].has_view ? tpj_view_emit_read(&b, a, &args[i].view) : a;
+  }
+  tpj_hlo_value_t results[TPJ_OP_MAX_OUT];
+  tpj_status_t s = tpj_exec_lower_node(&b, op_name, in, nargs, attrs, nattrs, out_shapes, nouts,
+                                       results);
+  if (!s) s = tpj_hlo_finish(&b, results, nouts, text);
   tpj_hlo_builder_free(&b);
   return s ? tpj_status_annotate(s, "%s", op_name) : NULL;
 }
@@ -183,6 +177,79 @@ static double tpj_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+typedef struct {
+  const char* op_name;
+  const tpj_exec_arg_t* args;
+  int nargs;
+  const int64_t* attrs;
+  int nattrs;
+  const tpj_rt_shape_t* out_shapes;
+  int nouts;
+} tpj_exec_call_t;
+
+static tpj_status_t tpj_exec_lower_call(void* user, tpj_strbuf_t* text) {
+  const tpj_exec_call_t* c = (const tpj_exec_call_t*)user;
+  return tpj_exec_lower(c->op_name, c->args, c->nargs, c->attrs, c->nattrs, c->out_shapes,
+                        c->nouts, text);
+}
+
+tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, tpj_strbuf_t* key, const char* name,
+                                 tpj_exec_lower_fn lower, void* user, tpj_rt_exe_t** out_exe) {
+  *out_exe = NULL;
+  TPJ_RETURN_IF_ERROR(tpj_strbuf_status(key));
+  uint64_t h = tpj_hash_bytes(key->data, key->len, TPJ_HASH_SEED);
+  tpj_exec_entry_t* e = tpj_exec_find_locked(ex, h, key->data, key->len);
+  if (e) {
+    ex->m.cache_hits++;
+    tpj_exec_unlink(ex, e);
+    tpj_exec_push_front(ex, e);
+    tpj_rt_exe_retain(e->exe);
+    *out_exe = e->exe;
+    return NULL;
+  }
+  ex->m.cache_misses++;
+  tpj_strbuf_t text;
+  tpj_strbuf_init(&text);
+  tpj_status_t s = lower(user, &text);
+  tpj_rt_exe_t* exe = NULL;
+  if (!s) {
+    double t0 = tpj_now();
+    s = tpj_rt_compile(ex->rt, text.data, text.len, &exe);
+    ex->m.compile_seconds += tpj_now() - t0;
+    ex->m.compiles++;
+    if (s) s = tpj_status_annotate(s, "%s", name);
+  }
+  tpj_strbuf_free(&text);
+  if (s) return s;
+  e = (tpj_exec_entry_t*)calloc(1, sizeof(*e));
+  if (!e) {
+    tpj_rt_exe_release(exe);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  e->hash = h;
+  e->exe = exe;
+  e->key = key->data;
+  e->key_len = key->len;
+  key->data = NULL;  /* the entry owns the key's bytes now */
+  tpj_strbuf_init(key);
+  tpj_exec_entry_t** bucket = &ex->buckets[h & (uint64_t)(ex->nbuckets - 1)];
+  e->chain = *bucket;
+  *bucket = e;
+  tpj_exec_push_front(ex, e);
+  ex->size++;
+  while (ex->size > ex->capacity && ex->tail != e) {
+    tpj_exec_entry_t* old = ex->tail;
+    tpj_exec_unlink(ex, old);
+    tpj_exec_unchain(ex, old);
+    tpj_exec_entry_free(old);
+    ex->size--;
+    ex->m.evictions++;
+  }
+  tpj_rt_exe_retain(exe);
+  *out_exe = exe;
+  return NULL;
+}
+
 tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
                           const tpj_exec_arg_t* args, int nargs, const int64_t* attrs,
                           int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
@@ -197,72 +264,32 @@ tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
                              "%s: operand %d is on tpu:%d but the op runs on tpu:%d", op_name, i,
                              args[i].buf->device, device);
   }
-  tpj_strbuf_t key;
-  tpj_strbuf_init(&key);
-  tpj_exec_key(&key, op_name, args, nargs, attrs, nattrs, out_shapes, nouts);
-  TPJ_RETURN_IF_ERROR(tpj_strbuf_status(&key));
-  uint64_t h = tpj_hash_bytes(key.data, key.len, TPJ_HASH_SEED);
-
-  /* The executable stays valid while we run it: eviction only happens under
-   * mu, and we hold mu across the launch (PJRT's Execute does not block on
-   * the computation). */
   pthread_mutex_lock(&ex->mu);
-  tpj_exec_entry_t* e = tpj_exec_find_locked(ex, h, key.data, key.len);
-  tpj_status_t s = NULL;
-  if (e) {
-    ex->m.cache_hits++;
-    tpj_exec_unlink(ex, e);
-    tpj_exec_push_front(ex, e);
-  } else {
-    ex->m.cache_misses++;
-    tpj_strbuf_t text;
-    tpj_strbuf_init(&text);
-    s = tpj_exec_lower(op_name, args, nargs, attrs, nattrs, out_shapes, nouts, &text);
-    tpj_rt_exe_t* exe = NULL;
-    if (!s) {
-      double t0 = tpj_now();
-      s = tpj_rt_compile(ex->rt, text.data, text.len, &exe);
-      ex->m.compile_seconds += tpj_now() - t0;
-      ex->m.compiles++;
-      if (s) s = tpj_status_annotate(s, "%s", op_name);
-    }
-    tpj_strbuf_free(&text);
-    if (!s) {
-      e = (tpj_exec_entry_t*)calloc(1, sizeof(*e));
-      if (!e) {
-        tpj_rt_exe_release(exe);
-        s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
-      } else {
-        e->hash = h;
-        e->exe = exe;
-        e->key = key.data;
-        e->key_len = key.len;
-        key.data = NULL;
-        tpj_exec_entry_t** bucket = &ex->buckets[h & (uint64_t)(ex->nbuckets - 1)];
-        e->chain = *bucket;
-        *bucket = e;
-        tpj_exec_push_front(ex, e);
-        ex->size++;
-        while (ex->size > ex->capacity && ex->tail != e) {
-          tpj_exec_entry_t* old = ex->tail;
-          tpj_exec_unlink(ex, old);
-          tpj_exec_unchain(ex, old);
-          tpj_exec_entry_free(old);
-          ex->size--;
-          ex->m.evictions++;
-        }
-      }
-    }
-  }
-  if (!s) {
-    tpj_rt_buffer_t* bufs[TPJ_OP_MAX_IN];
-    for (int i = 0; i < nargs; ++i) bufs[i] = args[i].buf;
-    s = tpj_rt_execute(ex->rt, e->exe, device, bufs, (size_t)nargs, out_shapes, (size_t)nouts,
-                       outs, op_name);
-    ex->m.executions++;
+  if (ex->trace) {
+    tpj_status_t s = tpj_exec_trace_record_locked(ex, op_name, device, args, nargs, attrs,
+                                                  nattrs, out_shapes, nouts, outs);
+    pthread_mutex_unlock(&ex->mu);
+    return s;
   }
   pthread_mutex_unlock(&ex->mu);
+
+  tpj_strbuf_t key;
+  tpj_strbuf_init(&key);
+  tpj_exec_key(&key, op_name, args, nargs, attrs, nattrs, out_shapes, nouts, NULL);
+  tpj_exec_call_t call = {op_name, args, nargs, attrs, nattrs, out_shapes, nouts};
+  pthread_mutex_lock(&ex->mu);
+  tpj_rt_exe_t* exe = NULL;
+  tpj_status_t s = tpj_exec_get_locked(ex, &key, op_name, tpj_exec_lower_call, &call, &exe);
+  pthread_mutex_unlock(&ex->mu);
   tpj_strbuf_free(&key);
+  if (s) return s;
+  tpj_rt_buffer_t* bufs[TPJ_OP_MAX_IN];
+  for (int i = 0; i < nargs; ++i) bufs[i] = args[i].buf;
+  /* our reference keeps the executable alive even if the LRU evicts it */
+  s = tpj_rt_execute(ex->rt, exe, device, bufs, (size_t)nargs, out_shapes, (size_t)nouts, outs,
+                     op_name);
+  __atomic_add_fetch(&ex->m.executions, 1, __ATOMIC_RELAXED);
+  tpj_rt_exe_release(exe);
   return s;
 }
 

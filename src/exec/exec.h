@@ -27,7 +27,9 @@ typedef struct {
 } tpj_exec_arg_t;
 
 typedef struct {
-  int64_t compiles;
+  int64_t compiles;        /* every compile: one-op and graph executables */
+  int64_t graph_compiles;  /* traced graphs that were not in the cache */
+  int64_t graph_runs;
   int64_t cache_hits;
   int64_t cache_misses;
   int64_t executions;
@@ -51,6 +53,35 @@ tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
 tpj_status_t tpj_exec_lower_text(const char* op_name, const tpj_exec_arg_t* args, int nargs,
                                  const int64_t* attrs, int nattrs,
                                  const tpj_rt_shape_t* out_shapes, int nouts, char** out_text);
+
+/* ---- graphs (torch.compile) -------------------------------------------
+ * A graph is traced by running the ops eagerly with tracing on: each
+ * tpj_exec_run then records a node and returns placeholder buffers
+ * (rt's trace_id) instead of launching. The recorded nodes are lowered by
+ * the same table functions into one StableHLO main and compiled once. */
+typedef struct tpj_exec_graph tpj_exec_graph_t;
+
+/* Starts a trace; TPJ_FAILED_PRECONDITION when one is already active. */
+tpj_status_t tpj_exec_trace_begin(tpj_exec_t* ex);
+int tpj_exec_tracing(tpj_exec_t* ex);
+/* Ends the trace and builds its graph. params (real buffers) become the
+ * graph's parameters in this order; results (placeholders of this trace or
+ * params) its results. Any other real buffer a node read becomes a constant
+ * the graph keeps. Compiles through the cache (the key is the whole graph's
+ * signature). The trace is over either way; *out owned by the caller. */
+tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, int nparams,
+                                tpj_rt_buffer_t* const* results, int nresults,
+                                tpj_exec_graph_t** out);
+/* Drops the trace (after a failure). */
+void tpj_exec_trace_abort(tpj_exec_t* ex);
+/* Launches g on device without waiting: params of the types given at
+ * trace_end; outs[nresults] receive new buffers owned by the caller. */
+tpj_status_t tpj_exec_graph_run(tpj_exec_t* ex, const tpj_exec_graph_t* g, int device,
+                                tpj_rt_buffer_t* const* params, int nparams,
+                                tpj_rt_buffer_t** outs);
+int tpj_exec_graph_num_nodes(const tpj_exec_graph_t* g);
+int tpj_exec_graph_num_results(const tpj_exec_graph_t* g);
+void tpj_exec_graph_release(tpj_exec_graph_t* g);
 
 void tpj_exec_get_metrics(tpj_exec_t* ex, tpj_exec_metrics_t* out);
 int tpj_exec_cache_size(tpj_exec_t* ex);

@@ -2,6 +2,7 @@
 #include "hlo/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const tpj_hlo_value_t tpj_hlo_kInvalid = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}};
@@ -14,6 +15,8 @@ void tpj_hlo_builder_init(tpj_hlo_builder_t* b) {
 
 void tpj_hlo_builder_free(tpj_hlo_builder_t* b) {
   tpj_strbuf_free(&b->body);
+  free(b->args);
+  b->args = NULL;
   tpj_status_free(b->status);
   b->status = NULL;
 }
@@ -120,10 +123,15 @@ void tpj_hlo_end_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r,
 tpj_hlo_value_t tpj_hlo_arg(tpj_hlo_builder_t* b, tpj_dtype_t dt, const int64_t* dims,
                             int ndim) {
   if (b->status || !tpj_hlo_check_dims(b, dims, ndim)) return kInvalid;
-  if (b->nargs >= TPJ_HLO_MAX_ARGS) {
-    tpj_hlo_fail(b, tpj_status_make(TPJ_UNIMPLEMENTED, "more than %d program arguments",
-                                    TPJ_HLO_MAX_ARGS));
-    return kInvalid;
+  if (b->nargs == b->cap_args) {
+    int cap = b->cap_args ? 2 * b->cap_args : 16;
+    tpj_hlo_value_t* a = (tpj_hlo_value_t*)realloc(b->args, (size_t)cap * sizeof(*a));
+    if (!a) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory"));
+      return kInvalid;
+    }
+    b->args = a;
+    b->cap_args = cap;
   }
   tpj_hlo_value_t v;
   memset(&v, 0, sizeof(v));

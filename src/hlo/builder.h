@@ -17,6 +17,8 @@
 extern "C" {
 #endif
 
+/* Most operands of one variadic op (concatenate). Function arguments are
+ * unbounded: a compiled graph has one per input. */
 #define TPJ_HLO_MAX_ARGS 64
 
 /* A value in the function being built: an SSA id with its type. id < 0 means
@@ -33,7 +35,8 @@ typedef struct {
   tpj_strbuf_t body;
   int next_id;
   int nargs;
-  tpj_hlo_value_t args[TPJ_HLO_MAX_ARGS];
+  int cap_args;
+  tpj_hlo_value_t* args;  /* owned, grown as arguments are added */
   tpj_status_t status;  /* first failure, owned */
 } tpj_hlo_builder_t;
 

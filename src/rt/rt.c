@@ -39,6 +39,7 @@ struct tpj_rt {
 };
 
 struct tpj_rt_exe {
+  int refcount;
   PJRT_LoadedExecutable* exe;
   const PJRT_Api* api;
   size_t num_outputs;
@@ -449,6 +450,21 @@ static tpj_rt_buffer_t* tpj_rt_buffer_wrap(const PJRT_Api* api, PJRT_Buffer* b, 
   return buf;
 }
 
+tpj_rt_buffer_t* tpj_rt_buffer_placeholder(tpj_dtype_t dtype, const int64_t* dims, int ndim,
+                                           int device, int64_t trace_id) {
+  tpj_rt_buffer_t* buf = tpj_rt_buffer_wrap(NULL, NULL, dtype, dims, ndim, device);
+  if (buf) buf->trace_id = trace_id;
+  return buf;
+}
+
+/* The one message for a host-side use of a traced value. */
+static tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* what) {
+  if (!buf->trace_id) return NULL;
+  return tpj_status_make(TPJ_FAILED_PRECONDITION,
+                         "%s needs the value of a tensor that torch.compile is tracing "
+                         "(a data-dependent op inside a compiled graph)", what);
+}
+
 static void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
   if (!b) return;
   TPJ_ARGS(PJRT_Buffer_Destroy_Args, d);
@@ -511,6 +527,7 @@ tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst
                            "host copy of %zu bytes from a device buffer of %zu bytes", nbytes,
                            want);
   if (want == 0) return NULL;
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_real(buf, "copying to the host"));
   const PJRT_Api* api = rt->api;
   TPJ_ARGS(PJRT_Buffer_ToHostBuffer_Args, a);
   a.src = (PJRT_Buffer*)buf->pjrt;
@@ -525,6 +542,7 @@ tpj_status_t tpj_rt_buffer_copy_to_device(tpj_rt_t* rt, tpj_rt_buffer_t* buf, in
                                           tpj_rt_buffer_t** out_buf) {
   *out_buf = NULL;
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_real(buf, "copying between devices"));
   const PJRT_Api* api = rt->api;
   if (!TPJ_RT_HAS(api, PJRT_Buffer_CopyToDevice)) {
     /* Through the host: correct on every plugin. */
@@ -598,6 +616,7 @@ tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
     tpj_status_free(tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Destroy(&d), ""));
     return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   }
+  exe->refcount = 1;
   exe->exe = a.executable;
   exe->api = api;
   exe->num_outputs = (size_t)-1;
@@ -623,8 +642,13 @@ tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
   return NULL;
 }
 
+void tpj_rt_exe_retain(tpj_rt_exe_t* exe) {
+  if (exe) __atomic_add_fetch(&exe->refcount, 1, __ATOMIC_RELAXED);
+}
+
 void tpj_rt_exe_release(tpj_rt_exe_t* exe) {
   if (!exe) return;
+  if (__atomic_sub_fetch(&exe->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   TPJ_ARGS(PJRT_LoadedExecutable_Destroy_Args, d);
   d.executable = exe->exe;
   tpj_status_free(tpj_rt_status_from_pjrt(exe->api, exe->api->PJRT_LoadedExecutable_Destroy(&d),
@@ -687,6 +711,8 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
                             const tpj_rt_shape_t* out_shapes, size_t nouts,
                             tpj_rt_buffer_t** outs, const char* op_name) {
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  for (size_t i = 0; i < nargs; ++i)
+    TPJ_RETURN_IF_ERROR(tpj_rt_check_real(args[i], op_name ? op_name : "execute"));
   if (exe->num_outputs != (size_t)-1 && exe->num_outputs != nouts)
     return tpj_status_make(TPJ_INTERNAL, "%s: executable has %zu outputs, caller expects %zu",
                            op_name, exe->num_outputs, nouts);

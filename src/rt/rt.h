@@ -30,6 +30,8 @@ typedef struct tpj_rt_buffer {
   int64_t dims[TPJ_MAX_DIMS];
   int device;            /* index into tpj_rt's addressable devices */
   const void* api;       /* the PJRT_Api that destroys it (c10 deleters have no rt) */
+  int64_t trace_id;      /* > 0: a placeholder for a value that a graph trace will
+                            compute (pjrt is NULL); see exec's tracing */
 } tpj_rt_buffer_t;
 
 typedef struct {
@@ -83,6 +85,12 @@ tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst
 /* A new buffer with the same contents on another device (owned by caller). */
 tpj_status_t tpj_rt_buffer_copy_to_device(tpj_rt_t* rt, tpj_rt_buffer_t* buf,
                                           int device, tpj_rt_buffer_t** out_buf);
+/* A placeholder: a buffer's type with no device memory, standing for the
+ * trace_id-th value of a graph being traced (trace_id > 0). Reading it to the
+ * host, copying or executing on it fails with TPJ_FAILED_PRECONDITION.
+ * Refcount 1, owned by the caller; NULL when out of host memory. */
+tpj_rt_buffer_t* tpj_rt_buffer_placeholder(tpj_dtype_t dtype, const int64_t* dims, int ndim,
+                                           int device, int64_t trace_id);
 void tpj_rt_buffer_retain(tpj_rt_buffer_t* buf);
 /* Drops one reference; the PJRT buffer is destroyed at zero. NULL is ok. */
 void tpj_rt_buffer_release(tpj_rt_buffer_t* buf);
@@ -99,6 +107,8 @@ void tpj_rt_transfer_bytes(int64_t* out_h2d, int64_t* out_d2h);
  * executable). *out_exe is owned by the caller (tpj_rt_exe_release). */
 tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
                             tpj_rt_exe_t** out_exe);
+/* Executables are reference-counted; compile returns one reference. */
+void tpj_rt_exe_retain(tpj_rt_exe_t* exe);
 void tpj_rt_exe_release(tpj_rt_exe_t* exe);
 
 typedef struct {

@@ -46,3 +46,59 @@ TPJ_TEST(exec_add_f32_with_alpha_and_cache_hit) {
   tpj_rt_buffer_release(bal);
   tpj_exec_destroy(ex);
 }
+
+/* A traced graph: (a + b) * a, with b a constant the graph keeps. Recording
+ * launches nothing; the graph runs in one execute; a second identical trace
+ * hits the cache; placeholders refuse host reads. */
+TPJ_TEST(exec_graph_trace_run_and_cache) {
+  tpj_rt_t* rt = tpj_test_rt();
+  TPJ_EXPECT(rt != NULL);
+  if (!rt) return;
+  tpj_exec_t* ex = NULL;
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40}, a2[4] = {-1, 0, 0.5f, 2};
+  int64_t n = 4;
+  tpj_rt_buffer_t *ba, *bb, *ba2;
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, a, &ba));
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, b, &bb));
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, a2, &ba2));
+  int64_t attrs[2] = {TPJ_F32, 0};
+  tpj_rt_shape_t out = shape1(TPJ_F32, 4);
+  for (int rep = 0; rep < 2; ++rep) {
+    TPJ_EXPECT_OK(tpj_exec_trace_begin(ex));
+    TPJ_EXPECT(tpj_exec_tracing(ex));
+    tpj_rt_buffer_t *s = NULL, *p = NULL;
+    tpj_exec_arg_t add_args[2] = {{ba, 0, {0}}, {bb, 0, {0}}};
+    TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::add.Tensor", 0, add_args, 2, attrs, 2, &out, 1, &s));
+    TPJ_EXPECT(s && s->trace_id > 0 && s->pjrt == NULL);
+    float host[4];
+    tpj_status_t st = tpj_rt_buffer_to_host(rt, s, host, sizeof(host));
+    TPJ_EXPECT(tpj_status_code(st) == TPJ_FAILED_PRECONDITION);
+    tpj_status_free(st);
+    tpj_exec_arg_t mul_args[2] = {{s, 0, {0}}, {ba, 0, {0}}};
+    TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::mul.Tensor", 0, mul_args, 2, attrs, 2, &out, 1, &p));
+    tpj_exec_graph_t* g = NULL;
+    TPJ_EXPECT_OK(tpj_exec_trace_end(ex, &ba, 1, &p, 1, &g));
+    TPJ_EXPECT(!tpj_exec_tracing(ex));
+    tpj_rt_buffer_release(s);
+    tpj_rt_buffer_release(p);
+    if (!g) break;
+    TPJ_EXPECT(tpj_exec_graph_num_nodes(g) == 2);
+    tpj_rt_buffer_t* r = NULL;
+    TPJ_EXPECT_OK(tpj_exec_graph_run(ex, g, 0, &ba2, 1, &r));
+    float got[4];
+    TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, r, got, sizeof(got)));
+    for (int i = 0; i < 4; ++i) TPJ_EXPECT(got[i] == (a2[i] + b[i]) * a2[i]);
+    tpj_rt_buffer_release(r);
+    tpj_exec_graph_release(g);
+  }
+  tpj_exec_metrics_t m;
+  tpj_exec_get_metrics(ex, &m);
+  TPJ_EXPECT(m.graph_compiles == 1);
+  TPJ_EXPECT(m.compiles == 1);
+  TPJ_EXPECT(m.graph_runs == 2);
+  tpj_rt_buffer_release(ba);
+  tpj_rt_buffer_release(bb);
+  tpj_rt_buffer_release(ba2);
+  tpj_exec_destroy(ex);
+}

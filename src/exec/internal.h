@@ -1,0 +1,67 @@
+/* exec/internal: what exec.c (one op) and graph.c (traced graphs) share: the
+ * executable cache and its lock, the call-signature writer, and the lowering
+ * of one table node into a builder. */
+#ifndef TPJ_EXEC_INTERNAL_H_
+#define TPJ_EXEC_INTERNAL_H_
+
+#include <pthread.h>
+
+#include "base/strbuf.h"
+#include "exec/exec.h"
+
+typedef struct tpj_exec_entry {
+  uint64_t hash;
+  char* key;               /* owned, key_len bytes */
+  size_t key_len;
+  tpj_rt_exe_t* exe;       /* owned reference */
+  struct tpj_exec_entry* prev;  /* LRU list, most recent first */
+  struct tpj_exec_entry* next;
+  struct tpj_exec_entry* chain; /* hash bucket */
+} tpj_exec_entry_t;
+
+typedef struct tpj_exec_trace tpj_exec_trace_t;
+
+struct tpj_exec {
+  tpj_rt_t* rt;
+  int capacity;
+  int size;
+  int nbuckets;
+  tpj_exec_entry_t** buckets;
+  tpj_exec_entry_t* head;
+  tpj_exec_entry_t* tail;
+  pthread_mutex_t mu;
+  tpj_exec_metrics_t m;
+  tpj_exec_trace_t* trace;  /* non-NULL while a graph is being traced */
+};
+
+/* Appends one op call's signature to k. refs, when not NULL, names each
+ * argument's value inside a graph (nargs entries). */
+void tpj_exec_key(tpj_strbuf_t* k, const char* op, const tpj_exec_arg_t* args, int nargs,
+                  const int64_t* attrs, int nattrs, const tpj_rt_shape_t* outs, int nouts,
+                  const int64_t* refs);
+
+/* Lowers the table op into b from inputs already read out of their views;
+ * results[nouts] receive its values. Lowering failures are left in b. */
+tpj_status_t tpj_exec_lower_node(tpj_hlo_builder_t* b, const char* op_name,
+                                 const tpj_hlo_value_t* in, int nin, const int64_t* attrs,
+                                 int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
+                                 tpj_hlo_value_t* results);
+
+typedef tpj_status_t (*tpj_exec_lower_fn)(void* user, tpj_strbuf_t* text);
+
+/* With ex->mu held: the executable cached under key, or lower(user) compiled
+ * and cached. *out_exe is a new reference. key's bytes may be taken over by
+ * the cache (key is left empty then); the caller still frees key. */
+tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, tpj_strbuf_t* key, const char* name,
+                                 tpj_exec_lower_fn lower, void* user, tpj_rt_exe_t** out_exe);
+
+/* With ex->mu held and a trace active: appends the call as a node and gives
+ * its outputs placeholder buffers (owned by the caller). */
+tpj_status_t tpj_exec_trace_record_locked(tpj_exec_t* ex, const char* op_name, int device,
+                                          const tpj_exec_arg_t* args, int nargs,
+                                          const int64_t* attrs, int nattrs,
+                                          const tpj_rt_shape_t* out_shapes, int nouts,
+                                          tpj_rt_buffer_t** outs);
+void tpj_exec_trace_free(tpj_exec_trace_t* t);
+
+#endif /* TPJ_EXEC_INTERNAL_H_ */
