@@ -32,6 +32,8 @@ namespace torch_pjrt {
 // Records which plugin to open; the open itself happens on first use.
 // error: when non-empty, no plugin was found and every use raises it.
 void configure(const std::string& plugin_path, int cpu_devices, const std::string& error);
+// Where compiled executables are kept across processes ("" turns it off).
+void set_cache_dir(const std::string& dir);
 // The runtime, opened on first call; raises when there is no plugin.
 tpj_rt_t* rt();
 tpj_exec_t* exec();
@@ -84,6 +86,8 @@ struct OpArgs {
 // must be fresh contiguous tensors covering their storages.
 void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,
             const std::vector<at::Tensor>& outs);
+// One warning per process when a disk cache entry was corrupt (recompiled).
+void warn_disk_cache_once();
 
 // Writes into the view dst, on the device: value is a tpu tensor or a scalar
 // that broadcasts to dst (converted to dst's dtype). The storage gets a new
@@ -105,6 +109,14 @@ at::Tensor to_meta(const at::Tensor& t);
 // A new contiguous tpu tensor holding t's values (as dtype, broadcast to
 // sizes), computed on t's device.
 at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes);
+
+// ---- graph capture (graph.cpp) ---------------------------------------------
+// True while torch.compile traces a graph: ops record instead of running, and
+// glue that would read a tensor on the host (index validation) must not.
+bool tracing();
+// The graph parameter standing for a CPU 0-d input of the graph being traced
+// (borrowed), or NULL: such a scalar changes per call and must not be baked in.
+tpj_rt_buffer_t* traced_scalar(const at::Tensor& t);
 
 // ---- fallbacks (fallback.cpp) ----------------------------------------------
 void count_fallback(const std::string& op);

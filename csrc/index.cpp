@@ -17,6 +17,7 @@ namespace {
 using at::Tensor;
 
 void check_indices(const Tensor& index, int64_t size) {
+  if (tracing() && !index.device().is_cpu()) return;  // a compiled graph cannot wait on values
   Tensor h = index.device().is_cpu() ? index : to_host(index);
   if (h.numel() == 0) return;
   int64_t lo = h.min().item<int64_t>(), hi = h.max().item<int64_t>();
@@ -73,6 +74,7 @@ Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, c10::
 
 // Every target is a class or ignore_index, as CPU's kernel insists.
 void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  if (tracing() && !target.device().is_cpu()) return;  // a compiled graph cannot wait on values
   Tensor h = (target.device().is_cpu() ? target : to_host(target)).reshape(-1);
   auto acc = h.to(at::kLong).contiguous();
   const int64_t* p = acc.data_ptr<int64_t>();

@@ -5,9 +5,14 @@
 
 #include "common.h"
 
+extern "C" {
+#include "ops/ops.h"
+}
+
 namespace torch_pjrt {
 std::map<std::string, int64_t> fallback_counts();
 void reset_fallback_counts();
+void bind_graph(py::module& m);
 }  // namespace torch_pjrt
 
 namespace {
@@ -43,6 +48,11 @@ py::dict metrics() {
   tpj_exec_get_metrics(tp::exec(), &m);
   py::dict d;
   d["compiles"] = m.compiles;
+  d["graph_compiles"] = m.graph_compiles;
+  d["graph_runs"] = m.graph_runs;
+  d["cache_hits_disk"] = m.cache_hits_disk;
+  d["disk_writes"] = m.disk_writes;
+  d["disk_errors"] = m.disk_errors;
   d["cache_hits"] = m.cache_hits;
   d["cache_misses"] = m.cache_misses;
   d["executions"] = m.executions;
@@ -95,6 +105,7 @@ py::list lowered_ops() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_configure", &tp::configure, py::arg("plugin_path"), py::arg("cpu_devices"),
         py::arg("error"));
+  m.def("_set_cache_dir", &tp::set_cache_dir);
   m.def("_init", [] { tp::rt(); });
   m.def("_is_initialized", &tp::is_initialized);
   m.def("_device_count", &tp::device_count_noexcept);
@@ -118,4 +129,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_reset_fallbacks", &tp::reset_fallback_counts);
   m.def("_buffer_shape", &buffer_shape);
   m.def("_lowered_ops", &lowered_ops);
+  tp::bind_graph(m);
 }

@@ -256,6 +256,16 @@ Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   return cat_list(std::vector<Tensor>(tensors.begin(), tensors.end()), dim);
 }
 
+// scaled_dot_product_attention asks each device which fused kernel to use;
+// we have none, so the answer is the math path (sdp::SDPBackend::math == 0),
+// which PyTorch composes from matmul, softmax, masked_fill and dropout, all
+// native here. Without this the query would fall back to the CPU's answer
+// and pick a CPU-only flash kernel.
+int64_t fused_sdp_choice(const Tensor&, const Tensor&, const Tensor&,
+                         const std::optional<Tensor>&, double, bool, std::optional<double>, bool) {
+  return 0;
+}
+
 }  // namespace
 
 // In-place forms used by the ops above (assign lives in ops.cpp).
@@ -303,6 +313,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return s;
   });
   m.impl("cat", TORCH_FN(cat));
+  m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
   m.impl("gelu", TORCH_FN(gelu));
   m.impl("gelu_backward", TORCH_FN(gelu_backward));
   m.impl("native_layer_norm", TORCH_FN(layer_norm));

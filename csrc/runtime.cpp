@@ -17,6 +17,7 @@ int g_cpu_devices = 0;
 tpj_rt_t* g_rt = nullptr;
 tpj_exec_t* g_exec = nullptr;
 std::string g_open_error;
+std::string g_cache_dir;
 thread_local int t_current_device = 0;
 
 void open_locked() {
@@ -44,9 +45,28 @@ void open_locked() {
     tpj_rt_close(rt);
     return;
   }
+  if (!g_cache_dir.empty()) {
+    // Entries are only valid for the same plugin build and PJRT API.
+    int major, minor;
+    tpj_rt_api_version(rt, &major, &minor);
+    std::string identity = std::string(tpj_rt_platform_name(rt)) + "|" +
+                           tpj_rt_platform_version(rt) + "|" + std::to_string(major) + "." +
+                           std::to_string(minor) + "|" + tpj_rt_plugin_attributes(rt);
+    // A cache that cannot be created only costs compiles: run without it.
+    tpj_status_free(tpj_exec_set_disk_cache(g_exec, g_cache_dir.c_str(), identity.c_str()));
+  }
   g_rt = rt;
 }
 }  // namespace
+
+void set_cache_dir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_cache_dir = dir;
+  if (g_exec) {
+    TORCH_CHECK(dir.empty(), "the executable cache directory must be set before first use");
+    tpj_status_free(tpj_exec_set_disk_cache(g_exec, nullptr, nullptr));
+  }
+}
 
 [[noreturn]] void throw_status(tpj_status_t s, const char* context) {
   std::string msg = tpj_status_message(s);

@@ -173,6 +173,14 @@ void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& a
                          attrs.data(), static_cast<int>(attrs.size()), shapes.data(),
                          static_cast<int>(shapes.size()), results.data()));
   for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_of(outs[i]), results[i]);
+  warn_disk_cache_once();
+}
+
+void warn_disk_cache_once() {
+  char path[512];
+  if (tpj_exec_take_disk_error(exec(), path, sizeof(path)))
+    TORCH_WARN("torch_pjrt: the executable cache entry ", path,
+               " was unreadable or corrupt; it was recompiled and rewritten");
 }
 
 // The device all tpu operands share; 0-d CPU tensors are scalars and may mix
@@ -195,8 +203,13 @@ c10::Device common_device(const char* op, std::initializer_list<const at::Tensor
 
 // A tensor operand: read through its view, or a CPU 0-d scalar uploaded.
 void add_operand(OpArgs& a, const at::Tensor& t, int device) {
-  if (t.device().is_cpu()) a.scalar(t.item(), t.scalar_type(), device);
-  else a.tensor(t);
+  if (!t.device().is_cpu()) {
+    a.tensor(t);
+  } else if (tpj_rt_buffer_t* traced = traced_scalar(t)) {
+    a.buffer(traced);
+  } else {
+    a.scalar(t.item(), t.scalar_type(), device);
+  }
 }
 
 at::Tensor to_meta(const at::Tensor& t) {

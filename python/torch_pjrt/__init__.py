@@ -5,6 +5,8 @@ entry point) registers the device; the PJRT plugin is opened on first use.
 """
 from __future__ import annotations
 
+import os
+
 import torch
 
 from . import _plugin
@@ -20,6 +22,18 @@ _C._configure(
     _plugin.cpu_device_count() if _PLUGIN.platform == "cpu" else 0,
     _PLUGIN.error,
 )
+
+
+def cache_dir() -> str:
+    """Where compiled executables are kept across processes: TORCH_PJRT_CACHE_DIR
+    (empty turns the disk cache off), else $XDG_CACHE_HOME or ~/.cache, /torch_pjrt."""
+    if "TORCH_PJRT_CACHE_DIR" in os.environ:
+        return os.environ["TORCH_PJRT_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "torch_pjrt")
+
+
+_C._set_cache_dir(cache_dir())
 
 torch._register_device_module("tpu", _tpu_module)
 torch.utils.generate_methods_for_privateuse1_backend(
@@ -49,10 +63,14 @@ def metrics() -> dict:
     """Counters since the process began (or the last reset_metrics()):
     compiles, compile_seconds, cache_hits_memory, cache_hits_disk,
     cache_misses, executions, evictions, h2d_bytes, d2h_bytes,
-    fallback_calls; and the gauges cache_size, live_buffers, live_bytes."""
+    fallback_calls; for torch.compile graph_compiles (graphs compiled),
+    graph_runs, graph_traces (signatures captured) and graph_splits (nodes
+    left to eager); and the gauges cache_size, live_buffers, live_bytes."""
+    from . import _compile
+
     m = dict(_C._metrics())
+    m.update(_compile.stats())
     m["cache_hits_memory"] = m["cache_hits"]
-    m["cache_hits_disk"] = 0  # the on-disk cache is not built yet
     m["fallback_calls"] = sum(_C._fallbacks().values())
     for k, v in _METRICS_BASE.items():
         m[k] = m[k] - v
@@ -65,7 +83,9 @@ def reset_metrics() -> None:
     _C._reset_fallbacks()
     m = metrics()
     for k in ("compiles", "compile_seconds", "cache_hits", "cache_hits_memory", "cache_misses",
-              "executions", "evictions", "h2d_bytes", "d2h_bytes"):
+              "executions", "evictions", "h2d_bytes", "d2h_bytes", "graph_compiles", "cache_hits_disk",
+              "disk_writes", "disk_errors", "graph_runs",
+              "graph_traces", "graph_splits", "graph_eager"):
         _METRICS_BASE[k] = m[k]
 
 

@@ -1,5 +1,4 @@
 """python -m torch_pjrt info: plugin, versions, devices, cache dir."""
-import os
 import sys
 
 
@@ -13,8 +12,7 @@ def _info() -> int:
         print(f"torch_pjrt {torch_pjrt.__version__}: {p['error']}", file=sys.stderr)
         return 1
     d = torch_pjrt.info()
-    cache = os.environ.get("TORCH_PJRT_CACHE_DIR",
-                           os.path.join(os.path.expanduser("~"), ".cache", "torch_pjrt"))
+    cache = torch_pjrt.cache_dir() or "(off: TORCH_PJRT_CACHE_DIR is empty)"
     print(f"torch_pjrt       {d['torch_pjrt_version']}")
     print(f"torch            {d['torch_version']}")
     print(f"plugin           {d['plugin_path']}")

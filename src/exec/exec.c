@@ -42,6 +42,8 @@ void tpj_exec_destroy(tpj_exec_t* ex) {
   }
   free(ex->buckets);
   tpj_exec_trace_free(ex->trace);
+  free(ex->disk_dir);
+  free(ex->disk_identity);
   pthread_mutex_destroy(&ex->mu);
   free(ex);
 }
@@ -208,16 +210,21 @@ tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, tpj_strbuf_t* key, const char* 
     return NULL;
   }
   ex->m.cache_misses++;
+  tpj_rt_exe_t* exe = NULL;
+  tpj_status_t s = NULL;
+  /* The disk cache is keyed by the program text itself (lowering is cheap
+   * next to compiling), so a changed lowering can never load a stale entry. */
   tpj_strbuf_t text;
   tpj_strbuf_init(&text);
-  tpj_status_t s = lower(user, &text);
-  tpj_rt_exe_t* exe = NULL;
-  if (!s) {
+  s = lower(user, &text);
+  if (!s) s = tpj_strbuf_status(&text);
+  if (!s && !tpj_exec_disk_load_locked(ex, &text, &exe)) {
     double t0 = tpj_now();
     s = tpj_rt_compile(ex->rt, text.data, text.len, &exe);
     ex->m.compile_seconds += tpj_now() - t0;
     ex->m.compiles++;
     if (s) s = tpj_status_annotate(s, "%s", name);
+    else tpj_exec_disk_store_locked(ex, &text, exe);
   }
   tpj_strbuf_free(&text);
   if (s) return s;

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "ops/ops.h"
+#include "ops/limits.h"
 #include "rt/rt.h"
 #include "view/view.h"
 
@@ -30,6 +30,9 @@ typedef struct {
   int64_t compiles;        /* every compile: one-op and graph executables */
   int64_t graph_compiles;  /* traced graphs that were not in the cache */
   int64_t graph_runs;
+  int64_t cache_hits_disk;  /* executables loaded from the on-disk cache */
+  int64_t disk_writes;
+  int64_t disk_errors;      /* unreadable or corrupt entries (recompiled), failed writes */
   int64_t cache_hits;
   int64_t cache_misses;
   int64_t executions;
@@ -40,6 +43,13 @@ typedef struct {
 /* capacity: executables kept in memory (>= 1). *out owned by the caller. */
 tpj_status_t tpj_exec_create(tpj_rt_t* rt, int capacity, tpj_exec_t** out);
 void tpj_exec_destroy(tpj_exec_t* ex);
+/* Keeps compiled executables under dir as well (created if missing; NULL or
+ * "" turns the disk cache off). identity names the plugin and its version:
+ * entries of another identity are never loaded. */
+tpj_status_t tpj_exec_set_disk_cache(tpj_exec_t* ex, const char* dir, const char* identity);
+/* 1 (once per process) after the first unreadable or corrupt disk entry,
+ * with its path: the caller warns; the entry was recompiled and rewritten. */
+int tpj_exec_take_disk_error(tpj_exec_t* ex, char* out_path, size_t cap);
 
 /* Runs the table's op `op_name` on device. outs[i] receive new buffers of
  * out_shapes[i] (owned by the caller). Errors name the op. */

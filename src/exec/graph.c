@@ -317,9 +317,9 @@ tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, 
     tpj_exec_graph_lowering_t L = {t, real_slot, nslots, slot_bufs, result_refs, nresults,
                                    "graph"};
     pthread_mutex_lock(&ex->mu);
-    int64_t misses = ex->m.cache_misses;
+    int64_t compiles = ex->m.compiles;
     s = tpj_exec_get_locked(ex, &key, "compiled graph", tpj_exec_graph_lower, &L, &g->exe);
-    if (ex->m.cache_misses != misses) ex->m.graph_compiles++;
+    if (ex->m.compiles != compiles) ex->m.graph_compiles++;
     pthread_mutex_unlock(&ex->mu);
   }
   tpj_strbuf_free(&key);

@@ -8,6 +8,7 @@
 
 #include "base/strbuf.h"
 #include "exec/exec.h"
+#include "ops/ops.h"
 
 typedef struct tpj_exec_entry {
   uint64_t hash;
@@ -32,7 +33,17 @@ struct tpj_exec {
   pthread_mutex_t mu;
   tpj_exec_metrics_t m;
   tpj_exec_trace_t* trace;  /* non-NULL while a graph is being traced */
+  char* disk_dir;           /* on-disk cache directory, or NULL (owned) */
+  char* disk_identity;      /* plugin identity that keys disk entries (owned) */
+  int disk_error_unreported; /* set at the first disk error; taken once */
+  char disk_error_path[4200];
 };
+
+/* With ex->mu held: the executable stored on disk for this program text (1, *out_exe a
+ * new reference), or 0 (absent, or unreadable: counted in disk_errors). */
+int tpj_exec_disk_load_locked(tpj_exec_t* ex, const tpj_strbuf_t* text, tpj_rt_exe_t** out_exe);
+/* With ex->mu held: writes exe for this program text; failures only count. */
+void tpj_exec_disk_store_locked(tpj_exec_t* ex, const tpj_strbuf_t* text, const tpj_rt_exe_t* exe);
 
 /* Appends one op call's signature to k. refs, when not NULL, names each
  * argument's value inside a graph (nargs entries). */

@@ -6,14 +6,12 @@
 #define TPJ_OPS_OPS_H_
 
 #include "hlo/builder.h"
+#include "ops/limits.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define TPJ_OP_MAX_IN 64
-#define TPJ_OP_MAX_ATTRS 64
-#define TPJ_OP_MAX_OUT 8
 
 /* What a lowering sees. Inputs are the op's tensor arguments in schema
  * order, then its runtime scalars (0-d values); attrs are the non-tensor

@@ -594,36 +594,25 @@ void tpj_rt_transfer_bytes(int64_t* out_h2d, int64_t* out_d2h) {
  * aborts the CPU plugin. */
 static const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
 
-tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
-                            tpj_rt_exe_t** out_exe) {
-  *out_exe = NULL;
-  const PJRT_Api* api = rt->api;
-  TPJ_ARGS(PJRT_Program, prog);
-  prog.code = (char*)mlir;
-  prog.code_size = mlir_len;
-  prog.format = "mlir";
-  prog.format_size = 4;
-  TPJ_ARGS(PJRT_Client_Compile_Args, a);
-  a.client = rt->client;
-  a.program = &prog;
-  a.compile_options = kCompileOptions;
-  a.compile_options_size = sizeof(kCompileOptions);
-  TPJ_PJRT(api, api->PJRT_Client_Compile(&a), "compiling");
+/* Takes over a loaded executable (destroyed on failure) and learns its
+ * output count where the plugin says. */
+static tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
+                                    tpj_rt_exe_t** out_exe) {
   tpj_rt_exe_t* exe = (tpj_rt_exe_t*)calloc(1, sizeof(*exe));
   if (!exe) {
     TPJ_ARGS(PJRT_LoadedExecutable_Destroy_Args, d);
-    d.executable = a.executable;
+    d.executable = loaded;
     tpj_status_free(tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Destroy(&d), ""));
     return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   }
   exe->refcount = 1;
-  exe->exe = a.executable;
+  exe->exe = loaded;
   exe->api = api;
   exe->num_outputs = (size_t)-1;
   if (TPJ_RT_HAS(api, PJRT_LoadedExecutable_GetExecutable) &&
       TPJ_RT_HAS(api, PJRT_Executable_NumOutputs)) {
     TPJ_ARGS(PJRT_LoadedExecutable_GetExecutable_Args, g);
-    g.loaded_executable = a.executable;
+    g.loaded_executable = loaded;
     PJRT_Error* e = api->PJRT_LoadedExecutable_GetExecutable(&g);
     if (!e) {
       TPJ_ARGS(PJRT_Executable_NumOutputs_Args, n);
@@ -640,6 +629,71 @@ tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
   }
   *out_exe = exe;
   return NULL;
+}
+
+tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                            tpj_rt_exe_t** out_exe) {
+  *out_exe = NULL;
+  const PJRT_Api* api = rt->api;
+  TPJ_ARGS(PJRT_Program, prog);
+  prog.code = (char*)mlir;
+  prog.code_size = mlir_len;
+  prog.format = "mlir";
+  prog.format_size = 4;
+  TPJ_ARGS(PJRT_Client_Compile_Args, a);
+  a.client = rt->client;
+  a.program = &prog;
+  a.compile_options = kCompileOptions;
+  a.compile_options_size = sizeof(kCompileOptions);
+  TPJ_PJRT(api, api->PJRT_Client_Compile(&a), "compiling");
+  return tpj_rt_exe_wrap(api, a.executable, out_exe);
+}
+
+tpj_status_t tpj_rt_exe_serialize(tpj_rt_t* rt, const tpj_rt_exe_t* exe, char** out_bytes,
+                                  size_t* out_len) {
+  *out_bytes = NULL;
+  *out_len = 0;
+  const PJRT_Api* api = rt->api;
+  if (!TPJ_RT_HAS(api, PJRT_LoadedExecutable_GetExecutable) ||
+      !TPJ_RT_HAS(api, PJRT_Executable_Serialize))
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "the plugin cannot serialize executables");
+  TPJ_ARGS(PJRT_LoadedExecutable_GetExecutable_Args, g);
+  g.loaded_executable = exe->exe;
+  TPJ_PJRT(api, api->PJRT_LoadedExecutable_GetExecutable(&g), "serializing an executable");
+  TPJ_ARGS(PJRT_Executable_Serialize_Args, a);
+  a.executable = g.executable;
+  tpj_status_t s =
+      tpj_rt_status_from_pjrt(api, api->PJRT_Executable_Serialize(&a), "serializing an executable");
+  if (!s) {
+    *out_bytes = (char*)malloc(a.serialized_bytes_size ? a.serialized_bytes_size : 1);
+    if (*out_bytes) {
+      memcpy(*out_bytes, a.serialized_bytes, a.serialized_bytes_size);
+      *out_len = a.serialized_bytes_size;
+    } else {
+      s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+    }
+    if (a.serialized_executable_deleter) a.serialized_executable_deleter(a.serialized_executable);
+  }
+  if (TPJ_RT_HAS(api, PJRT_Executable_Destroy)) {
+    TPJ_ARGS(PJRT_Executable_Destroy_Args, d);
+    d.executable = g.executable;
+    tpj_status_free(tpj_rt_status_from_pjrt(api, api->PJRT_Executable_Destroy(&d), ""));
+  }
+  return s;
+}
+
+tpj_status_t tpj_rt_exe_deserialize(tpj_rt_t* rt, const char* bytes, size_t len,
+                                    tpj_rt_exe_t** out_exe) {
+  *out_exe = NULL;
+  const PJRT_Api* api = rt->api;
+  if (!TPJ_RT_HAS(api, PJRT_Executable_DeserializeAndLoad))
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "the plugin cannot load serialized executables");
+  TPJ_ARGS(PJRT_Executable_DeserializeAndLoad_Args, a);
+  a.client = rt->client;
+  a.serialized_executable = bytes;
+  a.serialized_executable_size = len;
+  TPJ_PJRT(api, api->PJRT_Executable_DeserializeAndLoad(&a), "loading a cached executable");
+  return tpj_rt_exe_wrap(api, a.loaded_executable, out_exe);
 }
 
 void tpj_rt_exe_retain(tpj_rt_exe_t* exe) {

@@ -107,6 +107,13 @@ void tpj_rt_transfer_bytes(int64_t* out_h2d, int64_t* out_d2h);
  * executable). *out_exe is owned by the caller (tpj_rt_exe_release). */
 tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
                             tpj_rt_exe_t** out_exe);
+/* The executable's bytes for the on-disk cache (*out_bytes malloc'd, owned by
+ * the caller); TPJ_UNIMPLEMENTED where the plugin cannot. */
+tpj_status_t tpj_rt_exe_serialize(tpj_rt_t* rt, const tpj_rt_exe_t* exe, char** out_bytes,
+                                  size_t* out_len);
+/* Loads bytes made by tpj_rt_exe_serialize with the same plugin version. */
+tpj_status_t tpj_rt_exe_deserialize(tpj_rt_t* rt, const char* bytes, size_t len,
+                                    tpj_rt_exe_t** out_exe);
 /* Executables are reference-counted; compile returns one reference. */
 void tpj_rt_exe_retain(tpj_rt_exe_t* exe);
 void tpj_rt_exe_release(tpj_rt_exe_t* exe);

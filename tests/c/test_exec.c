@@ -102,3 +102,79 @@ TPJ_TEST(exec_graph_trace_run_and_cache) {
   tpj_rt_buffer_release(ba2);
   tpj_exec_destroy(ex);
 }
+
+static void run_add_once(int* tpj_failed_, tpj_rt_t* rt, tpj_exec_t* ex,
+                         tpj_exec_metrics_t* out_m) {
+  float a[3] = {1, 2, 3}, b[3] = {4, 5, 6};
+  int64_t n = 3;
+  tpj_rt_buffer_t *ba, *bb, *r = NULL;
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, a, &ba));
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, b, &bb));
+  tpj_exec_arg_t args[2] = {{ba, 0, {0}}, {bb, 0, {0}}};
+  int64_t attrs[2] = {TPJ_F32, 0};
+  tpj_rt_shape_t out = shape1(TPJ_F32, 3);
+  TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::add.Tensor", 0, args, 2, attrs, 2, &out, 1, &r));
+  float got[3] = {0};
+  if (r) TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, r, got, sizeof(got)));
+  for (int i = 0; i < 3; ++i) TPJ_EXPECT(got[i] == a[i] + b[i]);
+  tpj_rt_buffer_release(r);
+  tpj_rt_buffer_release(ba);
+  tpj_rt_buffer_release(bb);
+  tpj_exec_get_metrics(ex, out_m);
+}
+
+/* The disk cache: a second cache (a new process, in effect) loads instead of
+ * compiling; a corrupt entry is recompiled, rewritten and reported once; an
+ * entry of another plugin identity is never loaded. */
+TPJ_TEST(exec_disk_cache_reuse_and_corruption) {
+  tpj_rt_t* rt = tpj_test_rt();
+  TPJ_EXPECT(rt != NULL);
+  if (!rt) return;
+  char dir[] = "/tmp/tpj-disk-XXXXXX";
+  TPJ_EXPECT(mkdtemp(dir) != NULL);
+  tpj_exec_metrics_t m;
+  tpj_exec_t* ex = NULL;
+  char path[4200];
+
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  TPJ_EXPECT_OK(tpj_exec_set_disk_cache(ex, dir, "plugin-a"));
+  run_add_once(tpj_failed_, rt, ex, &m);
+  TPJ_EXPECT(m.compiles == 1 && m.disk_writes == 1 && m.cache_hits_disk == 0);
+  tpj_exec_destroy(ex);
+
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  TPJ_EXPECT_OK(tpj_exec_set_disk_cache(ex, dir, "plugin-a"));
+  run_add_once(tpj_failed_, rt, ex, &m);
+  TPJ_EXPECT(m.compiles == 0 && m.cache_hits_disk == 1);
+  tpj_exec_destroy(ex);
+
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  TPJ_EXPECT_OK(tpj_exec_set_disk_cache(ex, dir, "plugin-b"));
+  run_add_once(tpj_failed_, rt, ex, &m);
+  TPJ_EXPECT(m.compiles == 1 && m.cache_hits_disk == 0 && m.disk_errors == 0);
+  tpj_exec_destroy(ex);
+
+  /* truncate every entry to half its size */
+  char cmd[4400];
+  snprintf(cmd, sizeof(cmd),
+           "for f in %s/*.tpjx; do s=$(stat -c %%s \"$f\"); truncate -s $((s / 2)) \"$f\"; done",
+           dir);
+  TPJ_EXPECT(system(cmd) == 0);
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  TPJ_EXPECT_OK(tpj_exec_set_disk_cache(ex, dir, "plugin-a"));
+  run_add_once(tpj_failed_, rt, ex, &m);
+  TPJ_EXPECT(m.compiles == 1 && m.disk_errors == 1 && m.disk_writes == 1);
+  TPJ_EXPECT(tpj_exec_take_disk_error(ex, path, sizeof(path)) == 1);
+  TPJ_EXPECT(strstr(path, dir) == path);
+  TPJ_EXPECT(tpj_exec_take_disk_error(ex, path, sizeof(path)) == 0);
+  tpj_exec_destroy(ex);
+
+  /* rewritten: loads again */
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  TPJ_EXPECT_OK(tpj_exec_set_disk_cache(ex, dir, "plugin-a"));
+  run_add_once(tpj_failed_, rt, ex, &m);
+  TPJ_EXPECT(m.compiles == 0 && m.cache_hits_disk == 1);
+  tpj_exec_destroy(ex);
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+  TPJ_EXPECT(system(cmd) == 0);
+}

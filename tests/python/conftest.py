@@ -7,6 +7,11 @@ the XLA CPU plugin exposes (tpu:0 and tpu:1 here).
 import os
 
 os.environ.setdefault("TORCH_PJRT_CPU_DEVICES", "2")
+# A fresh executable cache per test session: compile counts are part of what
+# the tests assert, and a warm cache from an earlier run would hide them.
+import tempfile  # noqa: E402
+
+os.environ.setdefault("TORCH_PJRT_CACHE_DIR", tempfile.mkdtemp(prefix="torch-pjrt-cache-"))
 
 import gc  # noqa: E402
 import subprocess  # noqa: E402

@@ -1,0 +1,332 @@
+// Graph capture for torch.compile: a graph is traced by running its ATen ops
+// through the ordinary eager kernels while the C core records them
+// (tpj_exec_trace_*), so every op is lowered by the one C table. The result
+// is a Graph: one executable plus how to map its results back to tensors
+// (new storages, or writes into mutated input storages). Later calls with the
+// same input signature run it with one Execute and no per-op work.
+#include <torch/extension.h>
+
+#include <c10/core/DeviceGuard.h>
+
+#include <sstream>
+#include <unordered_map>
+
+#include "common.h"
+
+namespace torch_pjrt {
+
+bool tracing() { return is_initialized() && tpj_exec_tracing(exec()); }
+
+namespace {
+
+// What the trace knows about the graph's inputs; alive between
+// trace_begin and trace_end/abort.
+struct TraceInputs {
+  std::vector<at::Tensor> tensors;                 // tpu inputs, in argument order
+  std::vector<int> arg_index;                      // their position in the argument list
+  std::vector<tpj_rt_buffer_t*> orig;              // their boxes' buffers (retained)
+  std::vector<int> scalar_args;                    // CPU 0-d inputs: argument positions
+  std::vector<const c10::TensorImpl*> scalar_impls;
+  std::vector<tpj_rt_buffer_t*> scalar_bufs;       // their uploaded values (owned)
+  int device = 0;
+};
+TraceInputs* g_trace = nullptr;
+
+void release_all(std::vector<tpj_rt_buffer_t*>& v) {
+  for (auto* b : v) tpj_rt_buffer_release(b);
+  v.clear();
+}
+
+tpj_rt_buffer_t* upload_scalar(const at::Tensor& t, int device) {
+  at::Tensor c = t.contiguous();
+  tpj_rt_buffer_t* buf = nullptr;
+  TPJ_CHECK(tpj_rt_buffer_from_host(rt(), device, to_tpj_dtype(c.scalar_type()), nullptr, 0,
+                                    c.data_ptr(), &buf));
+  return buf;
+}
+
+// Puts the trace-time buffers back: tracing computed nothing, so a mutated
+// input must still hold its old value when the graph first runs for real.
+void restore_inputs(TraceInputs* tr) {
+  for (size_t i = 0; i < tr->tensors.size(); ++i) {
+    tpj_box_t* box = box_of(tr->tensors[i]);
+    if (box->buf != tr->orig[i]) {
+      tpj_rt_buffer_retain(tr->orig[i]);
+      tpj_box_set_buffer(box, tr->orig[i]);
+    }
+  }
+}
+
+void drop_trace() {
+  if (!g_trace) return;
+  release_all(g_trace->orig);
+  release_all(g_trace->scalar_bufs);
+  delete g_trace;
+  g_trace = nullptr;
+}
+
+// Where one output storage comes from after a run.
+struct StorageSpec {
+  enum Kind { kResult, kInput, kConst } kind;
+  int index;                  // result index or tpu-input index
+  tpj_rt_buffer_t* constant;  // kConst: retained
+  size_t nbytes;
+};
+
+struct OutputSpec {
+  int storage;                // index into storages
+  at::ScalarType dtype;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset;
+};
+
+}  // namespace
+
+tpj_rt_buffer_t* traced_scalar(const at::Tensor& t) {
+  if (!g_trace) return nullptr;
+  for (size_t i = 0; i < g_trace->scalar_impls.size(); ++i)
+    if (g_trace->scalar_impls[i] == t.unsafeGetTensorImpl()) return g_trace->scalar_bufs[i];
+  return nullptr;
+}
+
+// A compiled graph. run() takes the same argument list as the trace.
+class Graph {
+ public:
+  tpj_exec_graph_t* g = nullptr;
+  int device = 0;
+  int nargs = 0;
+  std::vector<int> tensor_args, scalar_args;
+  std::vector<StorageSpec> storages;
+  std::vector<OutputSpec> outputs;
+  std::vector<std::pair<int, int>> mutations;  // (tpu input, result)
+
+  ~Graph() {
+    for (auto& s : storages)
+      if (s.kind == StorageSpec::kConst) tpj_rt_buffer_release(s.constant);
+    tpj_exec_graph_release(g);
+  }
+
+  int num_nodes() const { return g ? tpj_exec_graph_num_nodes(g) : 0; }
+
+  std::vector<at::Tensor> run(const std::vector<std::optional<at::Tensor>>& args) {
+    TORCH_CHECK(static_cast<int>(args.size()) == nargs, "compiled graph: expected ", nargs,
+                " arguments, got ", args.size());
+    std::vector<tpj_rt_buffer_t*> params;
+    std::vector<tpj_rt_buffer_t*> owned;
+    for (int i : tensor_args) params.push_back(buffer_of(*args[i]));
+    for (int i : scalar_args) {
+      tpj_rt_buffer_t* b = upload_scalar(*args[i], device);
+      owned.push_back(b);
+      params.push_back(b);
+    }
+    int nres = g ? tpj_exec_graph_num_results(g) : 0;
+    std::vector<tpj_rt_buffer_t*> res(nres, nullptr);
+    tpj_status_t s = g ? tpj_exec_graph_run(exec(), g, device, params.data(),
+                                            static_cast<int>(params.size()), res.data())
+                       : nullptr;
+    release_all(owned);
+    TPJ_CHECK(s);
+    // Storages first (outputs may share one), then mutations, then views.
+    std::vector<c10::Storage> made(storages.size());
+    for (size_t k = 0; k < storages.size(); ++k) {
+      const StorageSpec& sp = storages[k];
+      if (sp.kind == StorageSpec::kInput) {
+        made[k] = args[tensor_args[sp.index]]->storage();
+        continue;
+      }
+      made[k] = c10::Storage(c10::Storage::use_byte_size_t(), sp.nbytes, allocator(),
+                             /*resizable=*/true);
+      tpj_rt_buffer_t* b = sp.kind == StorageSpec::kResult ? res[sp.index] : sp.constant;
+      tpj_rt_buffer_retain(b);
+      tpj_box_set_buffer(box_of(made[k]), b);
+    }
+    for (auto [in, r] : mutations) {
+      tpj_rt_buffer_retain(res[r]);
+      tpj_box_set_buffer(box_of(*args[tensor_args[in]]), res[r]);
+      args[tensor_args[in]]->unsafeGetTensorImpl()->bump_version();
+    }
+    release_all(res);
+    std::vector<at::Tensor> outs;
+    outs.reserve(outputs.size());
+    for (const OutputSpec& o : outputs) {
+      at::Tensor t = at::empty({0}, at::TensorOptions()
+                                        .dtype(o.dtype)
+                                        .device(c10::Device(c10::DeviceType::PrivateUse1, device)));
+      t.set_(made[o.storage], o.offset, o.sizes, o.strides);
+      outs.push_back(t);
+    }
+    return outs;
+  }
+};
+
+namespace {
+
+void trace_begin(const std::vector<std::optional<at::Tensor>>& args) {
+  TORCH_CHECK(!g_trace, "a graph is already being traced");
+  auto* tr = new TraceInputs();
+  bool have_dev = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i] || !args[i]->defined()) continue;
+    const at::Tensor& t = *args[i];
+    if (t.device().is_privateuseone()) {
+      if (!have_dev) tr->device = t.device().index();
+      have_dev = true;
+    }
+  }
+  try {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!args[i] || !args[i]->defined()) continue;
+      const at::Tensor& t = *args[i];
+      if (t.device().is_privateuseone()) {
+        tpj_rt_buffer_t* b = buffer_of(t);
+        tpj_rt_buffer_retain(b);
+        tr->tensors.push_back(t);
+        tr->arg_index.push_back(static_cast<int>(i));
+        tr->orig.push_back(b);
+      } else if (t.device().is_cpu() && t.dim() == 0) {
+        tr->scalar_args.push_back(static_cast<int>(i));
+        tr->scalar_impls.push_back(t.unsafeGetTensorImpl());
+        tr->scalar_bufs.push_back(upload_scalar(t, tr->device));
+      }
+    }
+  } catch (...) {
+    g_trace = tr;
+    drop_trace();
+    throw;
+  }
+  g_trace = tr;
+  TPJ_CHECK(tpj_exec_trace_begin(exec()));
+}
+
+void trace_abort() {
+  if (is_initialized()) tpj_exec_trace_abort(exec());
+  if (g_trace) restore_inputs(g_trace);
+  drop_trace();
+}
+
+std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs) {
+  TORCH_CHECK(g_trace, "no graph is being traced");
+  TraceInputs* tr = g_trace;
+  auto graph = std::make_shared<Graph>();
+  graph->device = tr->device;
+  graph->nargs = nargs;
+  graph->tensor_args = tr->arg_index;
+  graph->scalar_args = tr->scalar_args;
+
+  std::vector<tpj_rt_buffer_t*> results;
+  auto result_of = [&](tpj_rt_buffer_t* b) {
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i] == b) return static_cast<int>(i);
+    results.push_back(b);
+    return static_cast<int>(results.size() - 1);
+  };
+  std::unordered_map<const c10::StorageImpl*, int> storage_ids;
+  std::string failure;
+  for (const at::Tensor& t : outs) {
+    if (!t.device().is_privateuseone() || t.device().index() != tr->device) {
+      failure = "a graph output is not on the graph's device";
+      break;
+    }
+    const c10::StorageImpl* si = t.storage().unsafeGetStorageImpl();
+    auto it = storage_ids.find(si);
+    int sid;
+    if (it != storage_ids.end()) {
+      sid = it->second;
+    } else {
+      StorageSpec sp{StorageSpec::kResult, -1, nullptr, t.storage().nbytes()};
+      for (size_t i = 0; i < tr->tensors.size(); ++i)
+        if (tr->tensors[i].storage().unsafeGetStorageImpl() == si) {
+          sp.kind = StorageSpec::kInput;
+          sp.index = static_cast<int>(i);
+        }
+      if (sp.kind != StorageSpec::kInput) {
+        tpj_rt_buffer_t* b = buffer_of(t);
+        if (b->trace_id) {
+          sp.index = result_of(b);
+        } else {
+          sp.kind = StorageSpec::kConst;
+          tpj_rt_buffer_retain(b);
+          sp.constant = b;
+        }
+      }
+      sid = static_cast<int>(graph->storages.size());
+      graph->storages.push_back(sp);
+      storage_ids[si] = sid;
+    }
+    graph->outputs.push_back(OutputSpec{sid, t.scalar_type(), t.sizes().vec(), t.strides().vec(),
+                                        t.storage_offset()});
+  }
+  for (size_t i = 0; failure.empty() && i < tr->tensors.size(); ++i) {
+    tpj_rt_buffer_t* now = box_of(tr->tensors[i])->buf;
+    if (now == tr->orig[i]) continue;
+    if (!now || !now->trace_id) {
+      failure = "an input was overwritten with a value computed outside the graph";
+      break;
+    }
+    graph->mutations.emplace_back(static_cast<int>(i), result_of(now));
+  }
+  std::vector<tpj_rt_buffer_t*> params(tr->orig);
+  params.insert(params.end(), tr->scalar_bufs.begin(), tr->scalar_bufs.end());
+  tpj_exec_graph_t* g = nullptr;
+  tpj_status_t s;
+  if (failure.empty()) {
+    s = tpj_exec_trace_end(exec(), params.data(), static_cast<int>(params.size()), results.data(),
+                           static_cast<int>(results.size()), &g);
+  } else {
+    tpj_exec_trace_abort(exec());
+    s = nullptr;
+  }
+  restore_inputs(tr);
+  drop_trace();
+  TORCH_CHECK(failure.empty(), "torch.compile(backend=\"tpu\"): ", failure);
+  TPJ_CHECK(s);
+  warn_disk_cache_once();
+  graph->g = g;
+  return graph;
+}
+
+// The part of a call's signature that decides the program: per tensor its
+// device, dtype, view and box buffer type, and which inputs share a storage.
+std::string graph_key(const std::vector<std::optional<at::Tensor>>& args) {
+  std::ostringstream k;
+  std::unordered_map<const c10::StorageImpl*, size_t> seen;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i] || !args[i]->defined()) {
+      k << "N;";
+      continue;
+    }
+    const at::Tensor& t = *args[i];
+    k << (t.device().is_privateuseone() ? "T" : "C") << t.device().index() << ':'
+      << static_cast<int>(t.scalar_type()) << ':' << t.sizes() << t.strides() << '@'
+      << t.storage_offset();
+    if (t.device().is_privateuseone()) {
+      auto [it, fresh] = seen.emplace(t.storage().unsafeGetStorageImpl(), i);
+      if (!fresh) k << "=" << it->second;
+      const tpj_box_t* box = box_of(t);
+      if (box->buf) {
+        k << '#' << static_cast<int>(box->buf->dtype) << ':';
+        for (int d = 0; d < box->buf->ndim; ++d) k << box->buf->dims[d] << ',';
+      } else {
+        k << "#none" << box->nbytes;
+      }
+    }
+    k << ';';
+  }
+  return k.str();
+}
+
+}  // namespace
+
+void bind_graph(py::module& m) {
+  py::class_<Graph, std::shared_ptr<Graph>>(m, "_Graph")
+      .def("run", &Graph::run)
+      .def_property_readonly("num_nodes", &Graph::num_nodes)
+      .def_property_readonly("num_mutations",
+                             [](const Graph& g) { return static_cast<int>(g.mutations.size()); });
+  m.def("_trace_begin", &trace_begin);
+  m.def("_trace_end", &trace_end);
+  m.def("_trace_abort", &trace_abort);
+  m.def("_graph_key", &graph_key);
+}
+
+}  // namespace torch_pjrt

@@ -1,0 +1,225 @@
+"""torch.compile(backend="tpu"): Dynamo -> AOTAutograd -> one XLA executable.
+
+AOTAutograd hands us functional ATen graphs (forward, backward, inference).
+Each graph is partitioned: runs of nodes that the tpu kernels handle are
+captured by tracing -- the graph runs once through the ordinary eager
+kernels with the C core recording instead of launching, so every op is
+lowered by the same C table as in eager mode -- into one StableHLO program,
+compiled once per input signature. A node without a tpu kernel (or on the
+CPU) splits the graph there and runs eagerly; it is counted in
+torch_pjrt.metrics()["graph_splits"] and, when it falls back, in
+torch_pjrt.fallbacks(). With TORCH_PJRT_FALLBACK=error a split is an error.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import warnings
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from . import _C
+
+_STATS = {"graph_splits": 0, "graph_traces": 0, "graph_eager": 0}
+
+
+def _fallback_mode() -> str:
+    return os.environ.get("TORCH_PJRT_FALLBACK", "warn").lower()
+
+
+def _has_tpu_kernel_named(name: str) -> bool:
+    """True when the dispatcher reaches a kernel of ours (or a composite one
+    that calls other ops) for PrivateUse1, not the CPU fallback."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return (has(name, "PrivateUse1") or has(name, "CompositeExplicitAutograd") or
+            has(name, "CompositeImplicitAutograd"))
+
+
+def _has_tpu_kernel(op: torch._ops.OpOverload) -> bool:
+    return _has_tpu_kernel_named(op.name())
+
+
+def _val_devices(val: Any) -> list[torch.device]:
+    if isinstance(val, torch.Tensor):
+        return [val.device]
+    if isinstance(val, (list, tuple)):
+        out = []
+        for v in val:
+            out.extend(_val_devices(v))
+        return out
+    return []
+
+
+def _on_tpu(node: torch.fx.Node) -> bool:
+    devs = _val_devices(node.meta.get("val"))
+    return bool(devs) and all(d.type == "tpu" for d in devs)
+
+
+def _supported(node: torch.fx.Node, producer_ok: dict) -> bool:
+    if node.target is operator.getitem:
+        src = node.args[0]
+        return isinstance(src, torch.fx.Node) and producer_ok.get(src, False)
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    return _on_tpu(node) and _has_tpu_kernel(node.target)
+
+
+def _describe(node: torch.fx.Node) -> str:
+    t = node.target
+    return t.name() if isinstance(t, torch._ops.OpOverload) else str(t)
+
+
+class _Traced(torch.nn.Module):
+    """Runs a graph module as captured executables, one per input signature."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        super().__init__()
+        self.gm = gm
+        self.graphs: dict[str, Any] = {}
+        self.eager_reason: str | None = None
+
+    def _key(self, args) -> str:
+        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
+        others = tuple(repr(a) for a in args if not isinstance(a, torch.Tensor))
+        return _C._graph_key(tensors) + repr(others)
+
+    def _trace(self, args):
+        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
+        _C._trace_begin(tensors)
+        try:
+            with torch.no_grad():
+                outs = self.gm(*args)
+        except BaseException:
+            _C._trace_abort()
+            raise
+        flat = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        tensor_pos = [i for i, o in enumerate(flat) if isinstance(o, torch.Tensor)]
+        # An output that is a CPU tensor argument passes through unchanged.
+        passthrough = {}
+        for i in list(tensor_pos):
+            o = flat[i]
+            if o.device.type != "tpu":
+                for j, a in enumerate(args):
+                    if a is o:
+                        passthrough[i] = j
+                tensor_pos.remove(i)
+                if i not in passthrough:
+                    _C._trace_abort()
+                    raise RuntimeError("a graph output is a CPU tensor computed in the graph")
+        graph = _C._trace_end(len(args), [flat[i] for i in tensor_pos])
+        template = [None if isinstance(o, torch.Tensor) else o for o in flat]
+        _STATS["graph_traces"] += 1
+        return graph, tensor_pos, passthrough, template, isinstance(outs, (list, tuple))
+
+    def forward(self, *args):
+        if self.eager_reason is not None:
+            return self.gm(*args)
+        key = self._key(args)
+        entry = self.graphs.get(key)
+        if entry is None:
+            try:
+                entry = self._trace(args)
+            except Exception as e:  # a data-dependent op: this graph stays eager
+                if _fallback_mode() == "error":
+                    raise
+                self.eager_reason = f"{type(e).__name__}: {e}"
+                _STATS["graph_eager"] += 1
+                warnings.warn("torch.compile(backend='tpu'): a graph could not be captured and "
+                              f"runs eagerly ({self.eager_reason.splitlines()[0]})")
+                return self.gm(*args)
+            self.graphs[key] = entry
+        graph, tensor_pos, passthrough, template, is_seq = entry
+        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
+        results = graph.run(tensors)
+        flat = list(template)
+        for i, r in zip(tensor_pos, results):
+            flat[i] = r
+        for i, j in passthrough.items():
+            flat[i] = args[j]
+        return tuple(flat) if is_seq else flat[0]
+
+
+def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
+    ok: dict = {}
+    unsupported = []
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            ok[node] = _supported(node, ok)
+            if not ok[node] and node.target is not operator.getitem:
+                unsupported.append(node)
+    if not unsupported:
+        return _Traced(gm)
+    names = sorted({_describe(n) for n in unsupported})
+    if _fallback_mode() == "error":
+        raise NotImplementedError(
+            "torch.compile(backend='tpu'): no tpu lowering for " + ", ".join(names) +
+            " (TORCH_PJRT_FALLBACK=error forbids splitting the graph)")
+    _STATS["graph_splits"] += len(unsupported)
+    # Consecutive nodes of one kind share a partition; ids grow in graph
+    # order, so the partitions form a chain.
+    part: dict = {}
+    pid, prev = 0, None
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        kind = ok[node]
+        if prev is not None and kind != prev:
+            pid += 1
+        part[node] = pid
+        prev = kind
+    kinds = {}
+    for node, p in part.items():
+        kinds[p] = ok[node]
+
+    from torch.fx.passes.split_module import split_module
+
+    def which(node):
+        if node in part:
+            return part[node]
+        # placeholders/get_attr: the first consumer's partition
+        for user in node.users:
+            if user in part:
+                return part[user]
+        return 0
+
+    split = split_module(gm, None, which)
+    for name, sub in list(split.named_children()):
+        p = int(name.rsplit("_", 1)[1])
+        if kinds.get(p, False):
+            setattr(split, name, _Traced(sub))
+    return split
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    runner = _partition(gm)
+    return make_boxed_func(runner)
+
+
+def _decompositions() -> dict:
+    """Core-ATen decompositions for the ops without a tpu kernel only: an op
+    we lower natively stays whole."""
+    from torch._decomp import core_aten_decompositions
+
+    table = {}
+    for op, fn in core_aten_decompositions().items():
+        if isinstance(op, torch._ops.OpOverload) and not _has_tpu_kernel(op):
+            table[op] = fn
+    return table
+
+
+def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
+    """The Dynamo backend registered as "tpu"."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
+                           decompositions=_decompositions(),
+                           keep_inference_input_mutations=True)
+    return backend(gm, example_inputs)
+
+
+def stats() -> dict:
+    return dict(_STATS)

@@ -1,0 +1,218 @@
+"""torch.compile(backend="tpu"): whole graphs captured through the eager
+kernels into one executable; results against eager and CPU."""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_pjrt
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    torch_pjrt.reset_metrics()
+    yield
+    torch._dynamo.reset()
+
+
+def test_backend_found_by_name_after_bare_import():
+    from torch._dynamo import list_backends
+
+    assert "tpu" in list_backends(exclude_tags=())
+
+
+def test_function_matches_cpu_and_compiles_once():
+    def f(x, w, b):
+        return torch.relu(x @ w + b).sum(dim=1) * 0.5
+
+    x, w, b = torch.randn(8, 16), torch.randn(16, 4), torch.randn(4)
+    cf = torch.compile(f, backend="tpu")
+    out = cf(x.to("tpu"), w.to("tpu"), b.to("tpu"))
+    torch.testing.assert_close(out.cpu(), f(x, w, b), atol=1e-5, rtol=1e-5)
+    m0 = torch_pjrt.metrics()
+    assert m0["graph_compiles"] == 1 and m0["graph_traces"] == 1
+    for _ in range(3):
+        x2 = torch.randn(8, 16)
+        out = cf(x2.to("tpu"), w.to("tpu"), b.to("tpu"))
+        torch.testing.assert_close(out.cpu(), f(x2, w, b), atol=1e-5, rtol=1e-5)
+    m1 = torch_pjrt.metrics()
+    assert m1["graph_compiles"] == 1, "same shapes must not recompile"
+    assert m1["graph_runs"] == 4
+    # one launch per call: no per-op executions after the first
+    assert m1["executions"] - m0["executions"] == 3
+    assert torch_pjrt.fallbacks() == {}
+
+
+def test_new_shape_is_a_new_executable():
+    cf = torch.compile(lambda x: (x * 2).exp(), backend="tpu")
+    for n in (3, 5, 3):
+        x = torch.randn(n)
+        torch.testing.assert_close(cf(x.to("tpu")).cpu(), (x * 2).exp())
+    assert torch_pjrt.metrics()["graph_compiles"] == 2
+
+
+def test_dynamic_true_recompiles_per_shape_and_stays_correct():
+    cf = torch.compile(lambda x: x.sum(0) + 1, backend="tpu", dynamic=True)
+    for n in (3, 4, 7):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(cf(x.to("tpu")).cpu(), x.sum(0) + 1)
+
+
+def test_input_mutation_is_applied():
+    def f(x, buf):
+        buf.add_(x)
+        return buf * 2
+
+    x, buf = torch.randn(5), torch.randn(5)
+    xt, bt = x.to("tpu"), buf.to("tpu")
+    cf = torch.compile(f, backend="tpu")
+    for _ in range(3):
+        out = cf(xt, bt)
+        buf.add_(x)
+        torch.testing.assert_close(out.cpu(), buf * 2)
+        torch.testing.assert_close(bt.cpu(), buf)
+
+
+def test_output_aliasing_an_input_and_views():
+    def f(x):
+        y = x + 1
+        return y.t(), y[1:], x.view(-1)
+
+    x = torch.randn(3, 4)
+    outs = torch.compile(f, backend="tpu")(x.to("tpu"))
+    for got, want in zip(outs, f(x)):
+        assert got.shape == want.shape and got.stride() == want.stride()
+        torch.testing.assert_close(got.cpu(), want)
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4))
+
+
+def _train(model, opt, steps, device, compiled_step=False):
+    torch.manual_seed(1)
+    data = [(torch.randn(8, 16), torch.randint(0, 4, (8,))) for _ in range(steps)]
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    fn = torch.compile(step, backend="tpu") if compiled_step else step
+    losses = []
+    for x, y in data:
+        losses.append(fn(x.to(device), y.to(device)).item())
+    return losses
+
+
+def test_compiled_model_trains_like_cpu_with_eager_optimizer():
+    ref = _mlp()
+    ref_losses = _train(ref, torch.optim.AdamW(ref.parameters(), lr=1e-2), 6, "cpu")
+    model = _mlp().to("tpu")
+    cmodel = torch.compile(model, backend="tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = _train(cmodel, opt, 6, "tpu")
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), atol=1e-4, rtol=1e-4)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=1e-4, rtol=1e-4)
+    m = torch_pjrt.metrics()
+    assert m["graph_compiles"] >= 2  # forward and backward
+    assert torch_pjrt.fallbacks() == {}
+
+
+def test_compiled_step_with_optimizer_inside():
+    ref = _mlp()
+    ref_losses = _train(ref, torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9), 5, "cpu")
+    model = _mlp().to("tpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = _train(model, opt, 5, "tpu", compiled_step=True)
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), atol=1e-4, rtol=1e-4)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=1e-4, rtol=1e-4)
+
+
+def test_inference_no_grad_matches_eager():
+    model = _mlp().eval()
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        want = model(x)
+        cm = torch.compile(copy.deepcopy(model).to("tpu"), backend="tpu")
+        got = cm(x.to("tpu"))
+        got2 = cm(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got2.cpu(), want, atol=1e-5, rtol=1e-5)
+    assert torch_pjrt.metrics()["graph_compiles"] == 1
+
+
+def _no_tpu_kernel(x):
+    # torch.special.zeta has no tpu lowering: it splits the graph
+    return torch.special.zeta(x.abs() + 2, torch.full_like(x, 3.0)) * 2 + x
+
+
+def test_graph_split_runs_the_missing_op_eagerly(monkeypatch):
+    monkeypatch.setenv("TORCH_PJRT_FALLBACK", "allow")
+    x = torch.rand(6)
+    got = torch.compile(_no_tpu_kernel, backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), _no_tpu_kernel(x), atol=1e-5, rtol=1e-5)
+    assert torch_pjrt.metrics()["graph_splits"] >= 1
+    assert any("zeta" in k for k in torch_pjrt.fallbacks())
+
+
+def test_graph_split_is_an_error_in_strict_mode(monkeypatch):
+    monkeypatch.setenv("TORCH_PJRT_FALLBACK", "error")
+    with pytest.raises(Exception, match="zeta"):
+        torch.compile(_no_tpu_kernel, backend="tpu")(torch.rand(6).to("tpu"))
+
+
+class _Decoder(nn.Module):
+    """One attention layer with a static KV cache, updated in place."""
+
+    def __init__(self, d=16, max_len=12):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = nn.Embedding(32, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, 32)
+        self.register_buffer("k", torch.zeros(1, max_len, d))
+        self.register_buffer("v", torch.zeros(1, max_len, d))
+        self.register_buffer("slots", torch.arange(max_len).view(1, max_len, 1))
+
+    def forward(self, tok, pos):
+        h = self.emb(tok)                       # (1, 1, d)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        here = self.slots == pos                # (1, L, 1) one-hot of the position
+        self.k.copy_(torch.where(here, k, self.k))
+        self.v.copy_(torch.where(here, v, self.v))
+        att = (q @ self.k.transpose(1, 2)) / 4.0
+        att = att.masked_fill(self.slots.transpose(1, 2) > pos, float("-inf"))
+        y = torch.softmax(att, dim=-1) @ self.v
+        return self.out(y)[:, -1].argmax(-1)
+
+
+def _generate(model, device, n=8, compiled=False):
+    model = model.to(device)
+    step = torch.compile(model, backend="tpu") if compiled else model
+    tok = torch.tensor([[3]], device=device)
+    out = []
+    with torch.no_grad():
+        for i in range(n):
+            nxt = step(tok, torch.tensor(i, device=device))
+            out.append(int(nxt.item()))
+            tok = nxt.view(1, 1)
+    return out
+
+
+def test_decode_loop_with_static_kv_cache_compiles_once():
+    want = _generate(_Decoder(), "cpu")
+    torch_pjrt.reset_metrics()
+    got = _generate(_Decoder(), "tpu", compiled=True)
+    assert got == want
+    m = torch_pjrt.metrics()
+    assert m["graph_compiles"] == 1, m
+    assert m["graph_runs"] == 8
