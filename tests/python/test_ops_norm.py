@@ -122,6 +122,30 @@ def test_batch_norm_functional_and_saved_stats():
     _native()
 
 
+def test_batch_norm_legit_variants():
+    """The overloads torch.compile's decompositions call run the same kernel."""
+    torch.manual_seed(8)
+    x, w, b = torch.randn(4, 3, 5), torch.randn(3), torch.randn(3)
+    rm, rv = torch.randn(3), torch.rand(3) + 0.5
+    xt, wt, bt = x.to("tpu"), w.to("tpu"), b.to("tpu")
+    aten = torch.ops.aten
+    tol = NORM_TOL[torch.float32]
+    torch_pjrt.reset_fallbacks()
+    rmc, rvc, rmt, rvt = rm.clone(), rv.clone(), rm.to("tpu"), rv.to("tpu")
+    oc = aten._native_batch_norm_legit(x, w, b, rmc, rvc, True, 0.25, 1e-5)
+    ot = aten._native_batch_norm_legit(xt, wt, bt, rmt, rvt, True, 0.25, 1e-5)
+    for a, e in list(zip(ot, oc)) + [(rmt, rmc), (rvt, rvc)]:
+        torch.testing.assert_close(a.cpu(), e, **tol)
+    oc = aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5)
+    ot = aten._native_batch_norm_legit.no_stats(xt, wt, bt, True, 0.1, 1e-5)
+    for a, e in zip(ot, oc):
+        torch.testing.assert_close(a.cpu(), e, **tol)
+    oc = aten._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-5)
+    ot = aten._native_batch_norm_legit_no_training(xt, wt, bt, rm.to("tpu"), rv.to("tpu"), 0.1, 1e-5)
+    torch.testing.assert_close(ot[0].cpu(), oc[0], **tol)
+    _native()
+
+
 def test_batch_norm_errors_match_cpu():
     x = torch.randn(4, 3, 2)
     xt = x.to("tpu")
@@ -273,6 +297,26 @@ def test_binary_cross_entropy(reduction, weighted):
     _native()
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_binary_cross_entropy_with_logits(reduction):
+    torch.manual_seed(9)
+    x = torch.randn(4, 5) * 5
+    t = torch.rand(4, 5)
+    w, pw = torch.rand(4, 5), torch.rand(5) + 0.5
+    for kw in ({}, {"weight": w, "pos_weight": pw}):
+        xc, xt = _pair(x)
+        torch_pjrt.reset_fallbacks()
+        lc = F.binary_cross_entropy_with_logits(xc, t, reduction=reduction, **kw)
+        lt = F.binary_cross_entropy_with_logits(xt, t.to("tpu"), reduction=reduction,
+                                                **{k: v.to("tpu") for k, v in kw.items()})
+        torch.testing.assert_close(lt.cpu(), lc, **TOL[torch.float32])
+        g = torch.randn(lc.shape)
+        (lc * g).sum().backward()
+        (lt * g.to("tpu")).sum().backward()
+        torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL[torch.float32])
+        _native()
+
+
 def test_loss_errors_match_cpu():
     x, t = torch.rand(3), torch.rand(3)
     for dev in ("cpu", "tpu"):
@@ -365,9 +409,12 @@ def test_activation_errors_match_cpu():
             F.elu(i)
         with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
             F.hardtanh(torch.ones(2, dtype=torch.bool, device=dev))
-        x = torch.randn(3, device=dev, requires_grad=True)
+        x = torch.randn(3).to(dev).requires_grad_()
         y = F.leaky_relu(x.clone(), -0.1, inplace=True)
         with pytest.raises(RuntimeError, match="In-place leakyReLu backward calculation"):
+            y.sum().backward()
+        y = F.elu(x.clone(), -0.1, inplace=True)
+        with pytest.raises(RuntimeError, match="In-place elu backward calculation"):
             y.sum().backward()
     assert torch.equal(F.hardtanh(torch.arange(5).to("tpu"), 1, 3).cpu(),
                        torch.tensor([1, 1, 2, 3, 3]))
