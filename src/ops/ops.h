@@ -104,6 +104,41 @@ void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* norm family: batch/group norm (norm.c), activations (activation.c),
+ * pointwise losses (pointwise_loss.c). */
+void tpj_lower_silu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_silu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hardtanh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hardtanh_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_leaky_relu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_leaky_relu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_elu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_elu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_softplus(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_softplus_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hardsigmoid(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hardsigmoid_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hardswish(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hardswish_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_mish(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_mish_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_tanh_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_sigmoid_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_log_sigmoid_forward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_log_sigmoid_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_batch_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_batch_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_group_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_group_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_mse_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_mse_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_smooth_l1_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_smooth_l1_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_huber_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_huber_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_binary_cross_entropy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_binary_cross_entropy_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 #ifdef __cplusplus
 }
 #endif
