@@ -289,7 +289,7 @@ Tensor huber_loss_backward(const Tensor& g, const Tensor& self, const Tensor& ta
 // CPU's kernel raises when an input lies outside [0, 1] (NaN included);
 // XLA cannot raise, so the glue checks min and max on the host: one wait.
 void check_probabilities(const Tensor& self) {
-  if (self.numel() == 0) return;
+  if (self.numel() == 0 || tracing()) return;  // a compiled graph cannot wait on values
   Tensor lim = at::stack({at::amin(self), at::amax(self)}).to(at::kCPU, at::kDouble);
   double lo = lim[0].item<double>(), hi = lim[1].item<double>();
   TORCH_CHECK(lo >= 0 && hi <= 1, "all elements of input should be between 0 and 1");
