@@ -283,7 +283,7 @@ def test_avg_pool2d_out():
     check(out, F.avg_pool2d(x, 2))
 
 
-@pytest.mark.parametrize("size", [(1, 1), (2, 3), (3, 5), (4, None)])
+@pytest.mark.parametrize("size", [(1, 1), (3, 5), (4, None)])
 def test_adaptive_avg_pool2d(size):
     # (3, 5) from (7, 10): windows of uneven sizes that overlap
     run_both(lambda x: F.adaptive_avg_pool2d(x, size), randn((2, 3, 7, 10), 1))
