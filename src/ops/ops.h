@@ -138,6 +138,15 @@ void tpj_lower_huber_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_huber_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_binary_cross_entropy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_binary_cross_entropy_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* conv family (ops/conv.c): convolution and 2-D pooling */
+void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_convolution_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_max_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_max_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_adaptive_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_adaptive_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 #include "ops/ops.h"
 
 static const tpj_op_def_t kOps[] = {
+    {"aten::_adaptive_avg_pool2d", tpj_lower_adaptive_avg_pool2d},
+    {"aten::_adaptive_avg_pool2d_backward", tpj_lower_adaptive_avg_pool2d_backward},
     {"aten::_log_softmax", tpj_lower_log_softmax},
     {"aten::_log_softmax_backward_data", tpj_lower_log_softmax_backward},
     {"aten::_softmax", tpj_lower_softmax},
@@ -19,6 +21,8 @@ static const tpj_op_def_t kOps[] = {
     {"aten::amax", tpj_lower_amax},
     {"aten::amin", tpj_lower_amin},
     {"aten::any.dims", tpj_lower_any},
+    {"aten::avg_pool2d", tpj_lower_avg_pool2d},
+    {"aten::avg_pool2d_backward", tpj_lower_avg_pool2d_backward},
     {"aten::baddbmm", tpj_lower_addmm},
     {"aten::binary_cross_entropy", tpj_lower_binary_cross_entropy},
     {"aten::binary_cross_entropy_backward", tpj_lower_binary_cross_entropy_backward},
@@ -27,6 +31,10 @@ static const tpj_op_def_t kOps[] = {
     {"aten::clamp", tpj_lower_clamp},
     {"aten::clamp_max", tpj_lower_clamp},
     {"aten::clamp_min", tpj_lower_clamp},
+    {"aten::convolution", tpj_lower_convolution},
+    {"aten::convolution_backward", tpj_lower_convolution_backward},
+    {"aten::convolution_backward_overrideable", tpj_lower_convolution_backward},
+    {"aten::convolution_overrideable", tpj_lower_convolution},
     {"aten::cos", tpj_lower_cos},
     {"aten::div.Scalar", tpj_lower_div_tensor},
     {"aten::div.Tensor", tpj_lower_div_tensor},
@@ -67,6 +75,8 @@ static const tpj_op_def_t kOps[] = {
     {"aten::lt.Tensor", tpj_lower_lt},
     {"aten::masked_fill.Scalar", tpj_lower_masked_fill},
     {"aten::masked_fill.Tensor", tpj_lower_masked_fill},
+    {"aten::max_pool2d_with_indices", tpj_lower_max_pool2d},
+    {"aten::max_pool2d_with_indices_backward", tpj_lower_max_pool2d_backward},
     {"aten::maximum", tpj_lower_maximum},
     {"aten::mean.dim", tpj_lower_mean},
     {"aten::minimum", tpj_lower_minimum},
