@@ -220,6 +220,14 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
     results.push_back(b);
     return static_cast<int>(results.size() - 1);
   };
+  // Buffers that are graph parameters: read fresh on every run, never kept.
+  auto is_param = [&](const tpj_rt_buffer_t* b) {
+    for (auto* p : tr->orig)
+      if (p == b) return true;
+    for (auto* p : tr->scalar_bufs)
+      if (p == b) return true;
+    return false;
+  };
   std::unordered_map<const c10::StorageImpl*, int> storage_ids;
   std::string failure;
   for (const at::Tensor& t : outs) {
@@ -241,8 +249,8 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
         }
       if (sp.kind != StorageSpec::kInput) {
         tpj_rt_buffer_t* b = buffer_of(t);
-        if (b->trace_id) {
-          sp.index = result_of(b);
+        if (b->trace_id || is_param(b)) {
+          sp.index = result_of(b);  // a parameter comes back as a result too
         } else {
           sp.kind = StorageSpec::kConst;
           tpj_rt_buffer_retain(b);
@@ -259,7 +267,7 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
   for (size_t i = 0; failure.empty() && i < tr->tensors.size(); ++i) {
     tpj_rt_buffer_t* now = box_of(tr->tensors[i])->buf;
     if (now == tr->orig[i]) continue;
-    if (!now || !now->trace_id) {
+    if (!now || !(now->trace_id || is_param(now))) {
       failure = "an input was overwritten with a value computed outside the graph";
       break;
     }

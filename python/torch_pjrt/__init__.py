@@ -39,6 +39,8 @@ torch._register_device_module("tpu", _tpu_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 
+from .bucketing import bucket_size, pad_to_bucket  # noqa: E402,F401
+
 __version__ = "0.1.0"
 
 

@@ -192,8 +192,18 @@ def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
     return split
 
 
+_WARNED_DYNAMIC = False
+
+
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
     from torch._functorch.aot_autograd import make_boxed_func
+
+    global _WARNED_DYNAMIC
+    if not _WARNED_DYNAMIC and any(isinstance(a, torch.SymInt) for a in example_inputs):
+        _WARNED_DYNAMIC = True
+        warnings.warn("torch.compile(backend='tpu') compiles static shapes: with dynamic shapes "
+                      "each new shape is captured and compiled once (results stay correct; "
+                      "see torch_pjrt.bucket_size for bounding the number of shapes)")
 
     runner = _partition(gm)
     return make_boxed_func(runner)

@@ -216,3 +216,27 @@ def test_decode_loop_with_static_kv_cache_compiles_once():
     m = torch_pjrt.metrics()
     assert m["graph_compiles"] == 1, m
     assert m["graph_runs"] == 8
+
+
+def test_bucketing_bounds_the_number_of_executables():
+    torch.manual_seed(0)
+    emb, head = nn.Embedding(50, 8), nn.Linear(8, 50)
+    ref = nn.Sequential(emb, head).eval()
+    model = copy.deepcopy(ref).to("tpu")
+    cm = torch.compile(model, backend="tpu")
+    buckets = (4, 8, 16)
+    with torch.no_grad():
+        for n in range(1, 17):
+            ids = torch.randint(0, 50, (1, n))
+            padded, length = torch_pjrt.pad_to_bucket(ids.to("tpu"), 1, buckets)
+            assert padded.shape[1] == torch_pjrt.bucket_size(n, buckets) and length == n
+            got = cm(padded)[:, :length]
+            torch.testing.assert_close(got.cpu(), ref(ids), atol=1e-5, rtol=1e-5)
+    assert torch_pjrt.metrics()["graph_compiles"] <= len(buckets)
+
+
+def test_bucket_size_rejects_negative():
+    with pytest.raises(ValueError, match="non-negative"):
+        torch_pjrt.bucket_size(-1)
+    assert torch_pjrt.bucket_size(9, (4, 8, 16)) == 16
+    assert torch_pjrt.bucket_size(40, (4, 8, 16)) == 40

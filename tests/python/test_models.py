@@ -90,3 +90,64 @@ def test_live_buffers_flat_across_training_steps():
         del loss
         counts.append(live_buffers())
     assert counts[-1] == counts[2], counts
+
+
+def test_transformer_lm_compiled_step_with_adamw_inside():
+    torch._dynamo.reset()
+
+    def run(device, compiled):
+        model = models.TinyLM().to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+
+        def step(x, y):
+            loss = models.lm_loss(model, x, y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        fn = torch.compile(step, backend="tpu") if compiled else step
+        return [fn(x.to(device), y.to(device)).item() for x, y in models.lm_batches(5)]
+
+    want = run("cpu", False)
+    torch_pjrt.reset_metrics()
+    got = run("tpu", True)
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), atol=2e-4, rtol=2e-4)
+    assert torch_pjrt.fallbacks() == {}
+
+
+def test_transformer_lm_compiled_inference_matches_cpu():
+    torch._dynamo.reset()
+    model = models.TinyLM().eval()
+    x, _ = models.lm_batches(1)[0]
+    with torch.no_grad():
+        want = model(x)
+        cm = torch.compile(models.TinyLM().eval().to("tpu"), backend="tpu")
+        got = cm(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-4)
+
+
+def _peak_step_bytes(compiled):
+    torch._dynamo.reset()
+    model = models.TinyLM(d=64, seq=16).to("tpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    fwd = torch.compile(model, backend="tpu") if compiled else model
+    batches = models.lm_batches(4)
+    for i, (x, y) in enumerate(batches):
+        if i == 3:  # measure a warm step
+            torch.tpu.synchronize()
+            torch_pjrt._C._reset_peak_memory_stats(0)
+            base = torch_pjrt._C._memory_stats(0)["allocated"]
+        loss = models.lm_loss(fwd, x.to("tpu"), y.to("tpu"))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        del loss
+    torch.tpu.synchronize()
+    return torch_pjrt._C._memory_stats(0)["peak"] - base
+
+
+def test_compiled_training_step_peak_memory_not_above_eager():
+    eager = _peak_step_bytes(False)
+    compiled = _peak_step_bytes(True)
+    assert compiled <= eager, (compiled, eager)
