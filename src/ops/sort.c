@@ -42,13 +42,45 @@ static tpj_hlo_value_t sortable(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
   return x.dtype == TPJ_BOOL ? tpj_hlo_emit_convert(b, x, TPJ_U8) : x;
 }
 
-/* values and int64 indices of x sorted along dim. */
+static tpj_dtype_t bits_dtype(tpj_dtype_t dt) {
+  return dt == TPJ_F64 ? TPJ_I64 : dt == TPJ_F32 ? TPJ_I32 : TPJ_I16;
+}
+
+/* An integer key ordered like PyTorch orders the floats x: the bit pattern
+ * with the magnitude bits of negatives flipped, -0.0 mapped to 0.0 and
+ * every NaN to the largest key. Comparing bits, not floats, keeps
+ * subnormals apart from zero where XLA:CPU's float compares flush them. */
+static tpj_hlo_value_t float_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  tpj_dtype_t it = bits_dtype(x.dtype);
+  int64_t inf = x.dtype == TPJ_F64 ? 0x7FF0000000000000LL : x.dtype == TPJ_F32 ? 0x7F800000
+                : x.dtype == TPJ_F16 ? 0x7C00 : 0x7F80;
+  tpj_hlo_value_t i = tpj_hlo_emit_bitcast_convert(b, x, it, x.dims, x.ndim);
+  tpj_hlo_value_t maxpos = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_extreme(b, it, 1), x.dims,
+                                                     x.ndim);
+  tpj_hlo_value_t zero = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, it), x.dims, x.ndim);
+  tpj_hlo_value_t infb = tpj_hlo_emit_broadcast_to(
+      b, tpj_hlo_emit_convert(b, tpj_hlo_emit_const_i64(b, inf), it), x.dims, x.ndim);
+  tpj_hlo_value_t mag = tpj_hlo_emit_binary(b, "stablehlo.and", i, maxpos);
+  tpj_hlo_value_t k = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, i, zero, "LT"),
+                                          tpj_hlo_emit_binary(b, "stablehlo.xor", i, maxpos), i);
+  k = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, mag, zero, "EQ"), zero, k);
+  return tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, mag, infb, "GT"), maxpos, k);
+}
+
+/* The key x sorts and reduces by: itself (bool as u8), or float_key. */
+static tpj_hlo_value_t order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  return tpj_dtype_is_float(x.dtype) ? float_key(b, x) : sortable(b, x);
+}
+
+/* values and int64 indices of x sorted along dim; the values move as
+ * payload, so they come out bit-exact. */
 static void sort_with_indices(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, int descending,
                               tpj_hlo_value_t* vals, tpj_hlo_value_t* idx) {
-  tpj_hlo_value_t xs[2] = {sortable(b, x), tpj_hlo_emit_iota(b, TPJ_I64, x.dims, x.ndim, dim)};
-  tpj_hlo_value_t out[2];
-  tpj_hlo_emit_sort(b, xs, 2, dim, descending, out);
-  *vals = tpj_hlo_emit_convert(b, out[0], x.dtype);
+  tpj_hlo_value_t xs[3] = {order_key(b, x), tpj_hlo_emit_iota(b, TPJ_I64, x.dims, x.ndim, dim),
+                           x};
+  tpj_hlo_value_t out[3];
+  tpj_hlo_emit_sort(b, xs, 3, dim, descending, out);
+  *vals = out[2];
   *idx = out[1];
 }
 
@@ -101,14 +133,27 @@ void tpj_lower_kthvalue(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[1] = tpj_hlo_emit_reshape(b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
 }
 
-/* aten::median.dim (two outputs) and aten::median (one; the glue flattens
- * the operand): attrs[0] dim (wrapped). The lower median; when the slice
+/* x flattened when attrs says "all dims" (attrs[0] < 0), else x (>= 1-D)
+ * with the dim to reduce in *dim. */
+static tpj_hlo_value_t prepare_dim(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int64_t attr,
+                                   int* dim) {
+  if (attr < 0 || x.ndim == 0) {
+    int64_t n = tpj_hlo_numel(&x);
+    *dim = 0;
+    return tpj_hlo_emit_reshape(b, x, &n, 1);
+  }
+  *dim = (int)attr;
+  return x;
+}
+
+/* aten::median.dim (two outputs) and aten::median (one): attrs[0] dim
+ * (wrapped; -1: all elements, flattened). The lower median; when the slice
  * holds a NaN, the first NaN and its index, as CPU's kernel returns. */
 void tpj_lower_median(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   if (!need(ctx, 1, 1, "median")) return;
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_hlo_value_t x = at_least_1d(b, ctx->in[0]), v, i;
-  int dim = (int)ctx->attrs[0];
+  int dim;
+  tpj_hlo_value_t x = prepare_dim(b, ctx->in[0], ctx->attrs[0], &dim), v, i;
   int64_t n = x.dims[dim];
   sort_with_indices(b, x, dim, 0, &v, &i);
   v = narrow(b, v, dim, (n - 1) / 2, 1);
@@ -137,48 +182,43 @@ void tpj_lower_median(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     results[1] = tpj_hlo_emit_reshape(b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
 }
 
-/* The extreme of x along dim (NaN when the slice has one) and the index of
- * its first occurrence. r has x's dims without dim. */
+/* The extreme of x along dim (a NaN when the slice has one) and the index
+ * of its first occurrence, found on order keys (so NaN is the largest and
+ * subnormals stay apart from zero); the value is then read out bit-exact
+ * at that index. val and idx have x's dims without dim. */
 static void extreme_with_index(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, int is_max,
                                tpj_hlo_value_t* val, tpj_hlo_value_t* idx) {
-  tpj_hlo_value_t xc = sortable(b, x);
+  tpj_hlo_value_t k = order_key(b, x);
   int64_t rd = dim;
   int64_t n = x.dims[dim];
-  tpj_hlo_value_t m =
-      tpj_hlo_emit_reduce(b, xc, tpj_hlo_emit_extreme(b, xc.dtype, !is_max), &rd, 1,
-                          is_max ? "stablehlo.maximum" : "stablehlo.minimum");
-  tpj_hlo_value_t mb = tpj_ops_unreduce(b, m, xc.dims, xc.ndim, &rd, 1);
-  tpj_hlo_value_t match = tpj_hlo_emit_compare(b, xc, mb, "EQ");
-  if (tpj_dtype_is_float(xc.dtype)) {
-    /* a NaN is the extreme: it matches, and nothing else does */
-    tpj_hlo_value_t nan = tpj_ops_is_nan(b, xc);
+  tpj_hlo_value_t m = tpj_hlo_emit_reduce(b, k, tpj_hlo_emit_extreme(b, k.dtype, !is_max), &rd, 1,
+                                          is_max ? "stablehlo.maximum" : "stablehlo.minimum");
+  tpj_hlo_value_t match =
+      tpj_hlo_emit_compare(b, k, tpj_ops_unreduce(b, m, k.dims, k.ndim, &rd, 1), "EQ");
+  /* a NaN minimum: PyTorch's min also propagates NaN, so any NaN wins */
+  if (!is_max && tpj_dtype_is_float(x.dtype)) {
+    tpj_hlo_value_t nan = tpj_ops_is_nan(b, x);
     tpj_hlo_value_t any = tpj_hlo_emit_reduce(b, nan, tpj_hlo_emit_zero(b, TPJ_BOOL), &rd, 1,
                                               "stablehlo.or");
-    tpj_hlo_value_t q = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, xc.dtype, NAN),
-                                                  m.dims, m.ndim);
-    m = tpj_hlo_emit_select(b, any, q, m);
-    tpj_hlo_value_t anyb = tpj_ops_unreduce(b, any, xc.dims, xc.ndim, &rd, 1);
-    match = tpj_hlo_emit_select(b, anyb, nan, match);
+    match = tpj_hlo_emit_select(b, tpj_ops_unreduce(b, any, k.dims, k.ndim, &rd, 1), nan, match);
   }
-  tpj_hlo_value_t iota = tpj_hlo_emit_iota(b, TPJ_I64, xc.dims, xc.ndim, dim);
-  tpj_hlo_value_t big =
-      tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, n), xc.dims, xc.ndim);
+  tpj_hlo_value_t iota = tpj_hlo_emit_iota(b, TPJ_I64, k.dims, k.ndim, dim);
+  tpj_hlo_value_t big = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, n), k.dims, k.ndim);
   *idx = tpj_hlo_emit_reduce(b, tpj_hlo_emit_select(b, match, iota, big),
                              tpj_hlo_emit_extreme(b, TPJ_I64, 1), &rd, 1, "stablehlo.minimum");
-  *val = tpj_hlo_emit_convert(b, m, x.dtype);
-}
-
-/* x flattened when attrs says "all dims" (attrs[0] < 0), else x (>= 1-D)
- * with the dim to reduce in *dim. */
-static tpj_hlo_value_t prepare_dim(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int64_t attr,
-                                   int* dim) {
-  if (attr < 0 || x.ndim == 0) {
-    int64_t n = tpj_hlo_numel(&x);
-    *dim = 0;
-    return tpj_hlo_emit_reshape(b, x, &n, 1);
+  if (!tpj_dtype_is_float(x.dtype)) {
+    *val = tpj_hlo_emit_convert(b, m, x.dtype);
+    return;
   }
-  *dim = (int)attr;
-  return x;
+  /* the bits at idx: all other positions contribute 0 to an or-reduce */
+  tpj_dtype_t it = bits_dtype(x.dtype);
+  tpj_hlo_value_t bits = tpj_hlo_emit_bitcast_convert(b, x, it, x.dims, x.ndim);
+  tpj_hlo_value_t at = tpj_hlo_emit_compare(b, iota, tpj_ops_unreduce(b, *idx, k.dims, k.ndim,
+                                                                      &rd, 1), "EQ");
+  tpj_hlo_value_t zero = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, it), x.dims, x.ndim);
+  tpj_hlo_value_t v = tpj_hlo_emit_reduce(b, tpj_hlo_emit_select(b, at, bits, zero),
+                                          tpj_hlo_emit_zero(b, it), &rd, 1, "stablehlo.or");
+  *val = tpj_hlo_emit_bitcast_convert(b, v, x.dtype, v.dims, v.ndim);
 }
 
 /* aten::max.dim / min.dim (values, indices), aten::max / min (value) and
