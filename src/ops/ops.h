@@ -147,6 +147,29 @@ void tpj_lower_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_adaptive_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_adaptive_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* Sorting, selection, scans and statistics (ops/sort.c, ops/stats.c). */
+/* r (x reduced over rdims, sorted) broadcast back to x's dims. */
+tpj_hlo_value_t tpj_ops_unreduce(tpj_hlo_builder_t* b, tpj_hlo_value_t r, const int64_t* dims,
+                                 int ndim, const int64_t* rdims, int nrdims);
+tpj_hlo_value_t tpj_ops_is_nan(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
+/* The order kinds of linalg_vector_norm's attrs[1]. */
+enum { TPJ_NORM_P = 0, TPJ_NORM_ZERO, TPJ_NORM_ONE, TPJ_NORM_TWO, TPJ_NORM_INF, TPJ_NORM_NEG_INF };
+void tpj_lower_sort(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_topk(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_kthvalue(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_median(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_max_dim(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_min_dim(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_max_all(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_min_all(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_argmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_argmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_cumsum(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_cumprod(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logcumsumexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_var(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logsumexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_vector_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }
