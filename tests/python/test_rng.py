@@ -63,8 +63,21 @@ def test_rand_and_rand_like():
     assert abs(c.mean() - 0.5) < 0.01 and abs(c.var() - 1 / 12) < 0.005
     # no two rows alike: each element has its own bits
     assert c.unique().numel() > 0.99 * c.numel()
+    # neighbours are independent (they come from one threefry block)
+    flat = c.flatten()
+    assert abs(torch.corrcoef(torch.stack([flat[0::2], flat[1::2]]))[0, 1]) < 0.02
     y = torch.rand_like(x)
     assert not torch.equal(y.cpu(), c)
+
+
+def test_complex_uniform_and_normal():
+    torch.manual_seed(1)
+    x = torch.rand(N, dtype=torch.complex64, device=D0).cpu()
+    assert x.dtype == torch.complex64
+    assert 0 <= x.real.min() and x.real.max() < 1 and 0 <= x.imag.min() and x.imag.max() < 1
+    z = torch.randn(N, dtype=torch.complex64, device=D0).cpu()
+    # each part has variance 1/2, as on CPU
+    assert abs(z.real.std() - 0.5 ** 0.5) < 0.01 and abs(z.imag.std() - 0.5 ** 0.5) < 0.01
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=dtype_id)
