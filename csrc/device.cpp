@@ -4,6 +4,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "common.h"
+#include "generator.h"
 
 namespace torch_pjrt {
 namespace {
@@ -69,6 +70,12 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
   }
   bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
   at::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device_index) const override {
+    return default_generator(device_index);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device_index) const override {
+    return new_generator(device_index);
+  }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     resize_storage_bytes(storage, newsize);
   }

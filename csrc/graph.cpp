@@ -12,12 +12,20 @@
 #include <unordered_map>
 
 #include "common.h"
+#include "generator.h"
 
 namespace torch_pjrt {
 
 bool tracing() { return is_initialized() && tpj_exec_tracing(exec()); }
 
 namespace {
+
+// A random op inside a graph: its generator and how many words it draws.
+// Each run takes a fresh key from the generator, as the eager op would.
+struct RngSlot {
+  c10::intrusive_ptr<TpuGeneratorImpl> gen;
+  uint64_t words;
+};
 
 // What the trace knows about the graph's inputs; alive between
 // trace_begin and trace_end/abort.
@@ -28,6 +36,8 @@ struct TraceInputs {
   std::vector<int> scalar_args;                    // CPU 0-d inputs: argument positions
   std::vector<const c10::TensorImpl*> scalar_impls;
   std::vector<tpj_rt_buffer_t*> scalar_bufs;       // their uploaded values (owned)
+  std::vector<RngSlot> rng;                         // random draws, in trace order
+  std::vector<tpj_rt_buffer_t*> rng_bufs;          // their trace-time keys (owned)
   int device = 0;
 };
 TraceInputs* g_trace = nullptr;
@@ -61,6 +71,7 @@ void drop_trace() {
   if (!g_trace) return;
   release_all(g_trace->orig);
   release_all(g_trace->scalar_bufs);
+  release_all(g_trace->rng_bufs);
   delete g_trace;
   g_trace = nullptr;
 }
@@ -82,6 +93,14 @@ struct OutputSpec {
 
 }  // namespace
 
+tpj_rt_buffer_t* traced_rng_key(TpuGeneratorImpl* gen, uint64_t words, int device) {
+  if (!g_trace) return nullptr;
+  tpj_rt_buffer_t* key = upload_rng_key(gen, words, device);
+  g_trace->rng.push_back(RngSlot{c10::intrusive_ptr<TpuGeneratorImpl>::reclaim_copy(gen), words});
+  g_trace->rng_bufs.push_back(key);
+  return key;
+}
+
 tpj_rt_buffer_t* traced_scalar(const at::Tensor& t) {
   if (!g_trace) return nullptr;
   for (size_t i = 0; i < g_trace->scalar_impls.size(); ++i)
@@ -96,6 +115,7 @@ class Graph {
   int device = 0;
   int nargs = 0;
   std::vector<int> tensor_args, scalar_args;
+  std::vector<RngSlot> rng;
   std::vector<StorageSpec> storages;
   std::vector<OutputSpec> outputs;
   std::vector<std::pair<int, int>> mutations;  // (tpu input, result)
@@ -116,6 +136,11 @@ class Graph {
     for (int i : tensor_args) params.push_back(buffer_of(*args[i]));
     for (int i : scalar_args) {
       tpj_rt_buffer_t* b = upload_scalar(*args[i], device);
+      owned.push_back(b);
+      params.push_back(b);
+    }
+    for (const RngSlot& r : rng) {
+      tpj_rt_buffer_t* b = upload_rng_key(r.gen.get(), r.words, device);
       owned.push_back(b);
       params.push_back(b);
     }
@@ -212,6 +237,7 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
   graph->nargs = nargs;
   graph->tensor_args = tr->arg_index;
   graph->scalar_args = tr->scalar_args;
+  graph->rng = tr->rng;
 
   std::vector<tpj_rt_buffer_t*> results;
   auto result_of = [&](tpj_rt_buffer_t* b) {
@@ -225,6 +251,8 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
     for (auto* p : tr->orig)
       if (p == b) return true;
     for (auto* p : tr->scalar_bufs)
+      if (p == b) return true;
+    for (auto* p : tr->rng_bufs)
       if (p == b) return true;
     return false;
   };
@@ -275,6 +303,7 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
   }
   std::vector<tpj_rt_buffer_t*> params(tr->orig);
   params.insert(params.end(), tr->scalar_bufs.begin(), tr->scalar_bufs.end());
+  params.insert(params.end(), tr->rng_bufs.begin(), tr->rng_bufs.end());
   tpj_exec_graph_t* g = nullptr;
   tpj_status_t s;
   if (failure.empty()) {

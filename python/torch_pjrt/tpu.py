@@ -10,7 +10,8 @@ from . import _C
 __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device",
     "set_device", "device", "synchronize", "get_device_name", "manual_seed",
-    "manual_seed_all", "initial_seed",
+    "manual_seed_all", "initial_seed", "seed", "seed_all", "get_rng_state", "set_rng_state",
+    "get_rng_state_all", "set_rng_state_all",
 ]
 
 
@@ -90,26 +91,83 @@ def get_device_name(device: Any = None) -> str:
     return _C._info()["devices"][idx]["kind"]
 
 
-# ---- seeds -------------------------------------------------------------------
-# torch.manual_seed() calls these. The tpu generator that consumes the seed
-# arrives with on-device random ops; until then random ops run through the
-# CPU fallback on PyTorch's CPU generator, which torch.manual_seed seeds too,
-# so results are reproducible either way.
-_seed = 0
+# ---- seeds and generator state ------------------------------------------------
+# Each tpu:N has a default generator (seed + offset, csrc/generator.cpp) that
+# random ops on tpu draw from; torch.manual_seed() reaches manual_seed_all().
+# The C++ side is reached through torch.ops.tpj_rng.
+_U64 = 0xFFFF_FFFF_FFFF_FFFF
 
 
 def _is_in_bad_fork() -> bool:
     return False
 
 
+def _ops():
+    return torch.ops.tpj_rng
+
+
+def _to_i64(seed: int) -> int:
+    seed = int(seed)
+    if not -0x8000_0000_0000_0000 <= seed <= _U64:
+        raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is outside "
+                           "[-0x8000_0000_0000_0000, 0xffff_ffff_ffff_ffff]")
+    seed &= _U64  # negative seeds wrap, as torch.Generator.manual_seed does
+    return seed - (1 << 64) if seed >= (1 << 63) else seed
+
+
+def _all_indices() -> range:
+    return range(device_count())
+
+
 def manual_seed(seed: int) -> None:
-    global _seed
-    _seed = int(seed)
+    """Seeds the current tpu device's generator (its offset restarts at 0)."""
+    s = _to_i64(seed)
+    if device_count() == 0:
+        return
+    _ops().manual_seed(_index(None), s)
 
 
 def manual_seed_all(seed: int) -> None:
-    manual_seed(seed)
+    """Seeds the generator of every tpu device (without opening the plugin
+    when no device was used yet: the generators start from this seed)."""
+    _ops().manual_seed_all(_to_i64(seed))
+
+
+def seed() -> None:
+    """Seeds the current device's generator with a non-deterministic number."""
+    if device_count() > 0:
+        _ops().seed(_index(None))
+
+
+def seed_all() -> None:
+    """One non-deterministic seed for every tpu device."""
+    if device_count() > 0:
+        _ops().manual_seed_all(_ops().seed(0))
 
 
 def initial_seed() -> int:
-    return _seed
+    """The current device's seed."""
+    return _ops().initial_seed(_index(None)) & _U64
+
+
+def get_rng_state(device: Any = "tpu") -> torch.Tensor:
+    """The generator state of a tpu device as a CPU uint8 tensor (seed, offset)."""
+    idx = _index(device)
+    _C._check_device(idx)
+    return _ops().get_state(idx)
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "tpu") -> None:
+    """Restores a state from get_rng_state()."""
+    idx = _index(device)
+    _C._check_device(idx)
+    _ops().set_state(idx, new_state.clone(memory_format=torch.contiguous_format))
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [get_rng_state(i) for i in _all_indices()]
+
+
+def set_rng_state_all(new_states) -> None:
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)

@@ -170,6 +170,16 @@ void tpj_lower_logcumsumexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_var(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_logsumexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_vector_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* random (ops/random.c) */
+void tpj_lower_uniform(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_normal(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_bernoulli_float(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_bernoulli_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_random(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_exponential(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_native_dropout_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }

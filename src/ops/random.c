@@ -1,0 +1,239 @@
+/* ops/random: random ops from stablehlo.rng_bit_generator. Every op takes a
+ * runtime key (int64[2]: the generator's seed and counter offset, which the
+ * host advances per draw), so a new draw reuses the compiled program; bits
+ * become values here. Operand layout: tensor inputs first, then the key,
+ * then 0-d runtime scalars in the compute dtype (float32, or float64 for
+ * float64 results; half results are computed in float32, as on CPU). */
+#include <math.h>
+
+#include "hlo/random.h"
+#include "ops/ops.h"
+
+static int tpj_rand_need(tpj_op_ctx_t* ctx, int nin, int nattrs, int nouts, const char* op) {
+  if (ctx->nin >= nin && ctx->nattrs >= nattrs && ctx->nouts >= nouts) return 1;
+  tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
+  return 0;
+}
+
+static tpj_dtype_t tpj_rand_compute(tpj_dtype_t dt) { return dt == TPJ_F64 ? TPJ_F64 : TPJ_F32; }
+
+/* Mantissa digits of a float dtype (std::numeric_limits<T>::digits), which
+ * is how many random bits CPU's uniform uses per value. */
+static int tpj_rand_digits(tpj_dtype_t dt) {
+  switch (dt) {
+    case TPJ_F16: return 11;
+    case TPJ_BF16: return 8;
+    case TPJ_F64: return 53;
+    default: return 24;
+  }
+}
+
+static tpj_hlo_value_t tpj_rand_fill(tpj_hlo_builder_t* b, tpj_dtype_t dt, double v,
+                                     const int64_t* dims, int ndim) {
+  return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, dt, v), dims, ndim);
+}
+
+static tpj_hlo_value_t tpj_rand_bin(tpj_hlo_builder_t* b, const char* op, tpj_hlo_value_t x,
+                                    tpj_hlo_value_t y) {
+  return tpj_hlo_emit_binary(b, op, x, y);
+}
+
+/* n uniform values of cdt (float32 or float64), 1-D: k / 2^digits for a
+ * random k of `digits` bits, in [0, 1); with `open`, (k + 1/2) / 2^digits,
+ * in (0, 1). */
+static tpj_hlo_value_t tpj_rand_uniform(tpj_hlo_builder_t* b, tpj_hlo_value_t key, tpj_dtype_t cdt,
+                                        int digits, int open, int64_t n) {
+  tpj_dtype_t bt = cdt == TPJ_F64 ? TPJ_I64 : TPJ_I32;
+  int width = bt == TPJ_I64 ? 64 : 32;
+  tpj_hlo_value_t bits = tpj_hlo_emit_rng_bits(b, key, bt, &n, 1);
+  tpj_hlo_value_t k = tpj_rand_bin(b, "stablehlo.shift_right_logical", bits,
+                                   tpj_rand_fill(b, bt, width - digits, &n, 1));
+  tpj_hlo_value_t f = tpj_hlo_emit_convert(b, k, cdt);
+  if (open) f = tpj_rand_bin(b, "stablehlo.add", f, tpj_rand_fill(b, cdt, 0.5, &n, 1));
+  return tpj_rand_bin(b, "stablehlo.multiply", f, tpj_rand_fill(b, cdt, ldexp(1.0, -digits), &n, 1));
+}
+
+static int64_t tpj_rand_numel(const tpj_rt_shape_t* s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->ndim; ++i) n *= s->dims[i];
+  return n;
+}
+
+/* in[0] key, in[1] from, in[2] to (0-d, the result's dtype):
+ * from + u * (to - from) with u from the dtype's digits, as CPU does. */
+void tpj_lower_uniform(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 3, 0, 1, "uniform_")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_dtype_t cdt = tpj_rand_compute(o->dtype);
+  int64_t n = tpj_rand_numel(o);
+  tpj_hlo_value_t u = tpj_rand_uniform(b, ctx->in[0], cdt, tpj_rand_digits(o->dtype), 0, n);
+  tpj_hlo_value_t from = tpj_hlo_emit_convert(b, ctx->in[1], cdt);
+  tpj_hlo_value_t to = tpj_hlo_emit_convert(b, ctx->in[2], cdt);
+  tpj_hlo_value_t range = tpj_rand_bin(b, "stablehlo.subtract", to, from);
+  tpj_hlo_value_t r = tpj_rand_bin(b, "stablehlo.add",
+                                   tpj_rand_bin(b, "stablehlo.multiply", u,
+                                                tpj_hlo_emit_broadcast_to(b, range, &n, 1)),
+                                   tpj_hlo_emit_broadcast_to(b, from, &n, 1));
+  r = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+/* in[0] key, in[1] mean, in[2] std (0-d, or tensors that broadcast to the
+ * result): mean + std * z, z standard normal by Box-Muller from two
+ * uniforms per value. */
+void tpj_lower_normal(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 3, 0, 1, "normal")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_dtype_t cdt = tpj_rand_compute(o->dtype);
+  int64_t n = tpj_rand_numel(o);
+  int64_t n2 = 2 * n;
+  tpj_hlo_value_t u = tpj_rand_uniform(b, ctx->in[0], cdt, cdt == TPJ_F64 ? 53 : 24, 0, n2);
+  int64_t s0 = 0, s1 = n, s2 = n2, one = 1;
+  tpj_hlo_value_t ua = tpj_hlo_emit_slice(b, u, &s0, &s1, &one);
+  tpj_hlo_value_t ub = tpj_hlo_emit_slice(b, u, &s1, &s2, &one);
+  /* 1 - ua is in (0, 1], so the log is finite */
+  tpj_hlo_value_t u1 = tpj_rand_bin(b, "stablehlo.subtract", tpj_rand_fill(b, cdt, 1.0, &n, 1), ua);
+  tpj_hlo_value_t radius = tpj_hlo_emit_unary(
+      b, "stablehlo.sqrt",
+      tpj_rand_bin(b, "stablehlo.multiply", tpj_rand_fill(b, cdt, -2.0, &n, 1),
+                   tpj_hlo_emit_unary(b, "stablehlo.log", u1)));
+  tpj_hlo_value_t angle =
+      tpj_rand_bin(b, "stablehlo.multiply", tpj_rand_fill(b, cdt, 2.0 * M_PI, &n, 1), ub);
+  tpj_hlo_value_t z = tpj_rand_bin(b, "stablehlo.multiply", radius,
+                                   tpj_hlo_emit_unary(b, "stablehlo.cosine", angle));
+  z = tpj_hlo_emit_reshape(b, z, o->dims, o->ndim);
+  tpj_hlo_value_t mean = tpj_ops_cast_to(b, ctx->in[1], cdt, o->dims, o->ndim);
+  tpj_hlo_value_t sd = tpj_ops_cast_to(b, ctx->in[2], cdt, o->dims, o->ndim);
+  tpj_hlo_value_t r = tpj_rand_bin(b, "stablehlo.add", mean,
+                                   tpj_rand_bin(b, "stablehlo.multiply", sd, z));
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+/* u < p as the result's dtype; p (compute dtype) has the result's dims. */
+static tpj_hlo_value_t tpj_rand_below(tpj_hlo_builder_t* b, tpj_hlo_value_t key, tpj_hlo_value_t p,
+                                      const tpj_rt_shape_t* o) {
+  int64_t n = tpj_rand_numel(o);
+  tpj_hlo_value_t u = tpj_rand_uniform(b, key, p.dtype, p.dtype == TPJ_F64 ? 53 : 24, 0, n);
+  u = tpj_hlo_emit_reshape(b, u, o->dims, o->ndim);
+  return tpj_hlo_emit_convert(b, tpj_hlo_emit_compare(b, u, p, "LT"), o->dtype);
+}
+
+/* in[0] key, in[1] p (0-d, compute dtype) */
+void tpj_lower_bernoulli_float(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 2, 0, 1, "bernoulli_")) return;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t p = tpj_hlo_emit_broadcast_to(ctx->b, ctx->in[1], o->dims, o->ndim);
+  results[0] = tpj_rand_below(ctx->b, ctx->in[0], p, o);
+}
+
+/* in[0] p (a float tensor that broadcasts to the result), in[1] key */
+void tpj_lower_bernoulli_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 2, 0, 1, "bernoulli_")) return;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_dtype_t cdt = tpj_rand_compute(ctx->in[0].dtype);
+  tpj_hlo_value_t p = tpj_ops_cast_to(ctx->b, ctx->in[0], cdt, o->dims, o->ndim);
+  results[0] = tpj_rand_below(ctx->b, ctx->in[1], p, o);
+}
+
+/* in[0] key, in[1] from, in[2] range (0-d int64; range is unsigned, 0
+ * meaning 2^64); attrs[0] the mode: 0 when range < 2^32 (32 random bits
+ * modulo range, like CPU), 1 when range < 2^63 (63 bits modulo range), 2
+ * otherwise (64 bits, less range once when they reach it). The result is
+ * from + that, converted to the result's dtype. */
+void tpj_lower_random(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 3, 1, 1, "random_")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  int64_t n = tpj_rand_numel(o);
+  tpj_hlo_value_t bits = tpj_hlo_emit_rng_bits(b, ctx->in[0], TPJ_I64, &n, 1);
+  tpj_hlo_value_t from = tpj_hlo_emit_broadcast_to(b, ctx->in[1], &n, 1);
+  tpj_hlo_value_t range = tpj_hlo_emit_broadcast_to(b, ctx->in[2], &n, 1);
+  tpj_hlo_value_t v;
+  if (ctx->attrs[0] == 2) {
+    /* unsigned bits < range, by flipping the sign bits for a signed compare */
+    tpj_hlo_value_t sign = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_extreme(b, TPJ_I64, 0), &n, 1);
+    tpj_hlo_value_t lt = tpj_hlo_emit_compare(b, tpj_rand_bin(b, "stablehlo.xor", bits, sign),
+                                              tpj_rand_bin(b, "stablehlo.xor", range, sign), "LT");
+    v = tpj_hlo_emit_select(b, lt, bits, tpj_rand_bin(b, "stablehlo.subtract", bits, range));
+  } else {
+    v = tpj_rand_bin(b, "stablehlo.shift_right_logical", bits,
+                     tpj_rand_fill(b, TPJ_I64, ctx->attrs[0] == 0 ? 32 : 1, &n, 1));
+    v = tpj_rand_bin(b, "stablehlo.remainder", v, range);
+  }
+  v = tpj_rand_bin(b, "stablehlo.add", v, from);
+  v = tpj_hlo_emit_reshape(b, v, o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_convert(b, v, o->dtype);
+}
+
+/* in[0] key, in[1] lambda (0-d, compute dtype): -log(u) / lambda with u in
+ * (0, 1), so the result is positive and finite. */
+void tpj_lower_exponential(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 2, 0, 1, "exponential_")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_dtype_t cdt = tpj_rand_compute(o->dtype);
+  int64_t n = tpj_rand_numel(o);
+  /* one digit less than the mantissa, so (k + 1/2) / 2^digits stays below 1 */
+  tpj_hlo_value_t u = tpj_rand_uniform(b, ctx->in[0], cdt, cdt == TPJ_F64 ? 52 : 23, 1, n);
+  tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "stablehlo.negate", tpj_hlo_emit_unary(b, "stablehlo.log", u));
+  tpj_hlo_value_t lambd = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_convert(b, ctx->in[1], cdt), &n, 1);
+  tpj_hlo_value_t r = tpj_hlo_emit_reshape(b, tpj_rand_bin(b, "stablehlo.divide", e, lambd),
+                                           o->dims, o->ndim);
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+/* in[0] input, in[1] key, in[2] keep probability 1 - p, in[3] scale (0-d,
+ * compute dtype; the host computes both in double, as CPU does); attrs[0]
+ * the compute dtype. outs are (input * mask * scale, bool mask). */
+void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 4, 1, 2, "native_dropout")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_dtype_t cdt = (tpj_dtype_t)ctx->attrs[0];
+  int64_t n = tpj_rand_numel(o);
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cdt);
+  tpj_hlo_value_t keep_p = tpj_ops_cast_to(b, ctx->in[2], cdt, o->dims, o->ndim);
+  tpj_hlo_value_t scale = tpj_ops_cast_to(b, ctx->in[3], cdt, o->dims, o->ndim);
+  tpj_hlo_value_t u = tpj_rand_uniform(b, ctx->in[1], cdt, cdt == TPJ_F64 ? 53 : 24, 0, n);
+  u = tpj_hlo_emit_reshape(b, u, o->dims, o->ndim);
+  tpj_hlo_value_t keep = tpj_hlo_emit_compare(b, u, keep_p, "LT");
+  /* CPU computes x * mask * scale, so a dropped inf or NaN gives NaN. XLA
+   * rewrites a multiply by a converted bool into a select, so say x * 0
+   * explicitly (it does not fold x * 0 for floats). */
+  tpj_hlo_value_t dropped = tpj_rand_bin(b, "stablehlo.multiply", x,
+                                         tpj_rand_fill(b, cdt, 0.0, o->dims, o->ndim));
+  tpj_hlo_value_t r = tpj_hlo_emit_select(b, keep, tpj_rand_bin(b, "stablehlo.multiply", x, scale),
+                                          dropped);
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+  results[1] = tpj_hlo_emit_convert(b, keep, ctx->outs[1].dtype);
+}
+
+/* in[0] grad, in[1] mask, in[2] scale (0-d, compute dtype); attrs[0] the
+ * compute dtype: grad * mask * scale. */
+void tpj_lower_native_dropout_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 3, 1, 1, "native_dropout_backward")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_dtype_t cdt = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t g = tpj_ops_cast_to(b, ctx->in[0], cdt, o->dims, o->ndim);
+  tpj_hlo_value_t m = tpj_ops_cast_to(b, ctx->in[1], cdt, o->dims, o->ndim);
+  tpj_hlo_value_t s = tpj_ops_cast_to(b, ctx->in[2], cdt, o->dims, o->ndim);
+  tpj_hlo_value_t r = tpj_rand_bin(b, "stablehlo.multiply",
+                                   tpj_rand_bin(b, "stablehlo.multiply", g, m), s);
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+/* in[0] key; the result is 1-D of n: iota(n) sorted by random 64-bit keys
+ * (ties, at odds of about n^2 / 2^65, keep iota order). */
+void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 1, 0, 1, "randperm")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  int64_t n = tpj_rand_numel(o);
+  tpj_hlo_value_t keys = tpj_hlo_emit_rng_bits(b, ctx->in[0], TPJ_I64, &n, 1);
+  tpj_hlo_value_t idx = tpj_hlo_emit_iota(b, TPJ_I64, &n, 1, 0);
+  tpj_hlo_value_t r = tpj_hlo_emit_sort_by_key(b, keys, idx, 0);
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, r, o->dims, o->ndim), o->dtype);
+}
