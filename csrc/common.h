@@ -106,6 +106,19 @@ at::Tensor to_meta(const at::Tensor& t);
 // sizes), computed on t's device.
 at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes);
 
+// ---- in-place and out= forms of elementwise ops (ops.cpp) ------------------
+
+// Writes result into dst as PyTorch's in-place forms do (castable dtype,
+// same shape; buffer sharing or tpj::write_view).
+void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
+// The out= form: resizes out like at::native::resize_output, then assigns.
+at::Tensor& out_result(at::Tensor& out, const at::Tensor& result, const char* op);
+// What TensorIterator checks before writing dst from inputs (no internal or
+// partial overlap).
+void check_no_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs);
+// A Python number as a wrapped 0-d CPU tensor (weak in type promotion).
+at::Tensor wrap_scalar(const at::Scalar& s);
+
 // ---- fallbacks (fallback.cpp) ----------------------------------------------
 void count_fallback(const std::string& op);
 
