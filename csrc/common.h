@@ -117,6 +117,18 @@ bool tracing();
 // The graph parameter standing for a CPU 0-d input of the graph being traced
 // (borrowed), or NULL: such a scalar changes per call and must not be baked in.
 tpj_rt_buffer_t* traced_scalar(const at::Tensor& t);
+// ---- in-place and out= forms of elementwise ops (ops.cpp) ------------------
+
+// Writes result into dst as PyTorch's in-place forms do (castable dtype,
+// same shape; buffer sharing or tpj::write_view).
+void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
+// The out= form: resizes out like at::native::resize_output, then assigns.
+at::Tensor& out_result(at::Tensor& out, const at::Tensor& result, const char* op);
+// What TensorIterator checks before writing dst from inputs (no internal or
+// partial overlap).
+void check_no_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs);
+// A Python number as a wrapped 0-d CPU tensor (weak in type promotion).
+at::Tensor wrap_scalar(const at::Scalar& s);
 
 // ---- fallbacks (fallback.cpp) ----------------------------------------------
 void count_fallback(const std::string& op);

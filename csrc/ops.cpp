@@ -208,6 +208,17 @@ void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* 
   assign(dst, result, op);
 }
 
+// Shared with other op families through common.h.
+at::Tensor& out_result(at::Tensor& out, const at::Tensor& result, const char* op) {
+  return out_form(out, result, op);
+}
+
+void check_no_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs) {
+  check_overlap(dst, inputs);
+}
+
+at::Tensor wrap_scalar(const at::Scalar& s) { return wrap(s); }
+
 }  // namespace torch_pjrt
 
 namespace {

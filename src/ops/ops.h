@@ -180,6 +180,57 @@ void tpj_lower_exponential(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_native_dropout_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* math family (src/ops/math.c) */
+void tpj_lower_erf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_erfc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_erfinv(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_tan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_asin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_acos(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_atan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_sinh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_cosh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_asinh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_acosh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_atanh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_bitwise_not(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_floor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_ceil(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_trunc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_frac(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_round(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_sign(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_isnan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_isposinf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_isneginf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_reciprocal(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_log2(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_log10(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_exp2(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nan_to_num(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_bitwise_and(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_bitwise_or(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_bitwise_xor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_atan2(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_fmod(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logical_and(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logical_or(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logical_xor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logical_not(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_remainder(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_div_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hypot(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+/* creation and shape family (src/ops/create.c) */
+void tpj_lower_eye(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_arange(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linspace(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_tril(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_triu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_flip(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_roll(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_constant_pad_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_edge_pad(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }
