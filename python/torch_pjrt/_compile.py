@@ -33,8 +33,9 @@ def _has_tpu_kernel_named(name: str) -> bool:
     """True when the dispatcher reaches a kernel of ours (or a composite one
     that calls other ops) for PrivateUse1, not the CPU fallback."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
-    return (has(name, "PrivateUse1") or has(name, "CompositeExplicitAutograd") or
-            has(name, "CompositeImplicitAutograd"))
+    return any(has(name, key) for key in (
+        "PrivateUse1", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
+        "CompositeImplicitAutograd"))
 
 
 def _has_tpu_kernel(op: torch._ops.OpOverload) -> bool:
