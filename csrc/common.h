@@ -106,6 +106,12 @@ at::Tensor to_meta(const at::Tensor& t);
 // sizes), computed on t's device.
 at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes);
 
+// The smallest and largest value of an integer index tensor, read on the
+// host (one wait for a tpu tensor); false when it is empty. Glue checks
+// indices with it before launching: XLA clamps an out-of-range gather index
+// and drops an out-of-range scatter update, both silent wrong answers.
+bool index_bounds(const at::Tensor& index, int64_t* lo, int64_t* hi);
+
 // ---- fallbacks (fallback.cpp) ----------------------------------------------
 void count_fallback(const std::string& op);
 

@@ -213,4 +213,14 @@ at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRe
   return out;
 }
 
+at::Tensor to_host(const at::Tensor& src);  // copy.cpp
+
+bool index_bounds(const at::Tensor& index, int64_t* lo, int64_t* hi) {
+  if (index.numel() == 0) return false;
+  at::Tensor h = index.device().is_cpu() ? index : to_host(index);
+  *lo = h.min().item<int64_t>();
+  *hi = h.max().item<int64_t>();
+  return true;
+}
+
 }  // namespace torch_pjrt

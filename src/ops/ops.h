@@ -106,6 +106,15 @@ void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* Indexing by tensors (ops/gather.c). */
+void tpj_lower_gather(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_scatter(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index_put(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index_along(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 #ifdef __cplusplus
 }
 #endif
