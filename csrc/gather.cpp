@@ -1,7 +1,7 @@
 // Kernel glue for indexing by tensors: gather, scatter/scatter_add/
 // scatter_reduce, advanced indexing (index.Tensor, _index_put_impl_),
-// index_add/index_copy/index_fill, masked_select and nonzero (with their
-// in-place and out= forms). Lowerings are in src/ops/gather.c.
+// index_add/index_copy/index_fill, take, masked_select, masked_scatter_ and
+// nonzero (with their in-place and out= forms). Lowerings are in src/ops/gather.c.
 //
 // Index values are checked on the host before launching (one wait for the
 // index tensor, as index.cpp does): XLA clamps an out-of-range gather index
@@ -74,9 +74,10 @@ Tensor gather_k(const Tensor& self, int64_t dim, const Tensor& index, bool spars
   c10::DeviceGuard guard(dev);
   Tensor out = at::empty(m.sizes(), self.options());
   if (out.numel() == 0) return out;
+  Tensor idx = on_device(index, dev);  // OpArgs borrows: keep operands alive
   OpArgs a;
   a.tensor(self);
-  a.tensor(on_device(index, dev));
+  a.tensor(idx);
   run_op(op, dev.index(), a, {d}, {out});
   return out;
 }
@@ -99,9 +100,10 @@ Tensor scatter_run(const char* op, const Tensor& self, int64_t dim, const Tensor
   c10::DeviceGuard guard(dev);
   Tensor out = at::empty(self.sizes(), self.options());
   if (out.numel() == 0) return out;
+  Tensor idx = on_device(index, dev);  // OpArgs borrows: keep operands alive
   OpArgs a;
   a.tensor(self);
-  a.tensor(on_device(index, dev));
+  a.tensor(idx);
   if (src) add_operand(a, *src, dev.index());
   else a.scalar(*value, self.scalar_type(), dev.index());
   run_op(op, dev.index(), a, {d, mode, include_self}, {out});
@@ -301,11 +303,11 @@ Tensor& index_put_impl_k(Tensor& self, const IndexList& indices, const Tensor& v
   if (self.numel() == 0 || e.idx[0].numel() == 0) return self;
   c10::DeviceGuard guard(dev);
   Tensor out = at::empty(e.self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
+  // a CPU 0-d value is a runtime scalar, as on CUDA
+  Tensor v = values.dim() == 0 && values.device().is_cpu() ? values : on_device(values, dev);
   OpArgs a;
   a.tensor(e.self);
-  // a CPU 0-d value is a runtime scalar, as on CUDA
-  add_operand(a, values.dim() == 0 && values.device().is_cpu() ? values : on_device(values, dev),
-              dev.index());
+  add_operand(a, v, dev.index());
   for (const Tensor& t : e.idx) a.tensor(t);
   std::vector<int64_t> attrs{accumulate};
   attrs.insert(attrs.end(), e.dims.begin(), e.dims.end());
@@ -339,6 +341,71 @@ Tensor& masked_select_out_k(const Tensor& self, const Tensor& mask, Tensor& out)
   return out_to(out, masked_select_k(self, mask), "aten::masked_select.out");
 }
 
+// ---- take, masked_scatter_ -------------------------------------------------------
+
+// take: self read as a flat vector at index (negative indices count from the
+// end), through index.Tensor's lowering.
+Tensor take_k(const Tensor& self, const Tensor& index) {
+  const char* op = "aten::take";
+  check_supported(self, op);
+  TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  c10::Device dev = common_device(op, {&self, &index});
+  int64_t n = self.numel(), lo = 0, hi = 0;
+  if (index_bounds(index, &lo, &hi)) {
+    int64_t bad = lo < -n ? lo : hi;
+    TORCH_CHECK_INDEX(lo >= -n && hi < n, "out of range: tried to access index ", bad,
+                      " on a tensor of ", n, " elements.");
+  }
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(index.sizes(), self.options());
+  if (out.numel() == 0) return out;
+  Tensor flat = self.reshape({n}), idx = on_device(index, dev).reshape({index.numel()});
+  OpArgs a;  // borrows flat and idx
+  a.tensor(flat);
+  a.tensor(idx);
+  run_op(op, dev.index(), a, {0}, {out});
+  return out;
+}
+
+// masked_scatter_ (masked_select's backward): the mask's positions, in
+// order, take source's leading elements; an index_put at nonzero(mask).
+Tensor& masked_scatter_k(Tensor& self, const Tensor& mask, const Tensor& source) {
+  const char* op = "aten::masked_scatter_";
+  check_supported(self, op);
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "masked_scatter_: expected self and source to have same dtypes but got ",
+              self.scalar_type(), " and ", source.scalar_type());
+  c10::Device dev = common_device(op, {&self, &mask, &source});
+  c10::DeviceGuard guard(dev);
+  if (self.numel() == 0) return self;
+  // a 0-d self is written as a 1-element vector
+  Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
+  Tensor m = on_device(mask, dev).expand(self.sizes()).reshape(x.sizes());
+  Tensor nz = nonzero_k(m);
+  int64_t count = nz.size(0);
+  TORCH_CHECK(source.numel() >= count, "Number of elements of source < number of ones in mask");
+  if (count == 0) return self;
+  Tensor vals = source.reshape({source.numel()}).narrow(0, 0, count);
+  Tensor out = at::empty(x.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
+  OpArgs a;
+  a.tensor(x);
+  a.tensor(vals);
+  std::vector<int64_t> attrs{0};
+  std::vector<Tensor> cols;  // OpArgs borrows: keep them alive
+  for (int64_t j = 0; j < x.dim(); ++j) {
+    cols.push_back(nz.select(1, j));
+    attrs.push_back(j);
+  }
+  for (const Tensor& c : cols) a.tensor(c);
+  run_op("aten::index_put", dev.index(), a, attrs, {out});
+  assign_result(self, out.view(self.sizes()), op);
+  return self;
+}
+
 // ---- index_add / index_copy / index_fill ----------------------------------------
 
 // self with source (or a fill value) written at index along dim; the meta
@@ -354,9 +421,10 @@ Tensor index_along(const char* op, const Tensor& self, int64_t dim, const Tensor
     out.copy_(self);
     return out;
   }
+  Tensor idx = on_device(index, dev);  // OpArgs borrows: keep operands alive
   OpArgs a;
   a.tensor(self);
-  a.tensor(on_device(index, dev));
+  a.tensor(idx);
   if (source) add_operand(a, *source, dev.index());
   else a.scalar(*value, self.scalar_type(), dev.index());
   if (alpha) a.scalar(*alpha, self.scalar_type(), dev.index());
@@ -509,6 +577,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& v)
              -> Tensor& TPJ_INPLACE(tp::index_fill_tensor_k(self, dim, index, v), "aten::index_fill_"));
 
+  m.impl("take", TORCH_FN(tp::take_k));
+  m.impl("masked_scatter_", TORCH_FN(tp::masked_scatter_k));
   m.impl("masked_select", TORCH_FN(tp::masked_select_k));
   m.impl("masked_select.out", TORCH_FN(tp::masked_select_out_k));
   m.impl("nonzero", TORCH_FN(tp::nonzero_k));

@@ -313,9 +313,9 @@ static int read_indices(tpj_op_ctx_t* ctx, int first, int afirst, int nd, tpj_hl
   return k;
 }
 
-/* index.Tensor: in[0] self, in[1..k] integer index tensors of one shape;
- * attrs[0..k-1] the dims they index (ascending). Bool masks were turned
- * into index tensors by the glue. */
+/* index.Tensor (and take): in[0] self, in[1..k] integer index tensors of
+ * one shape; attrs[0..k-1] the dims they index (ascending). Bool masks were
+ * turned into index tensors by the glue. */
 void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
@@ -329,7 +329,8 @@ void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     return;
   }
   tpj_hlo_value_t lin = advanced_linear(b, x.dims, x.ndim, idx, pos, k, rd, &rn);
-  if (rn != o->ndim || prod_dims(rd, rn) != prod_dims(o->dims, o->ndim)) {
+  /* take reads a flat self at a flattened index: only the sizes must agree */
+  if (prod_dims(rd, rn) != prod_dims(o->dims, o->ndim)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "index: result shape disagrees with PyTorch's"));
     return;
   }

@@ -89,6 +89,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::sub.Scalar", tpj_lower_sub_tensor},
     {"aten::sub.Tensor", tpj_lower_sub_tensor},
     {"aten::sum.dim_IntList", tpj_lower_sum},
+    {"aten::take", tpj_lower_index},
     {"aten::tanh", tpj_lower_tanh},
     {"aten::threshold_backward", tpj_lower_threshold_backward},
     {"aten::where.self", tpj_lower_where},

@@ -11,6 +11,8 @@ import torch_pjrt
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 DTYPES = [torch.float32, torch.bfloat16, torch.int64]
+# (data dtype, index dtype): both index dtypes, without a full cross product
+PAIRS = [(torch.float32, torch.int64), (torch.bfloat16, torch.int32), (torch.int64, torch.int32)]
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.bfloat16: dict(atol=1e-1, rtol=2e-2),
        torch.int64: dict(atol=0, rtol=0), torch.bool: dict(atol=0, rtol=0)}
 
@@ -46,8 +48,7 @@ def T(x):
 # ---- gather / scatter ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=str)
+@pytest.mark.parametrize("dtype,index_dtype", PAIRS, ids=str)
 def test_gather_matches_cpu(dtype, index_dtype, native):
     x = data(dtype, (4, 5, 3))
     for dim in (0, 1, -1):
@@ -212,8 +213,7 @@ def test_nonzero_and_argwhere(native):
         assert torch.equal(a.cpu(), b)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=str)
+@pytest.mark.parametrize("dtype,index_dtype", PAIRS, ids=str)
 def test_index_put_matches_cpu(dtype, index_dtype, native):
     x = data(dtype, (5, 4))
     i = torch.tensor([3, 0, -1], dtype=index_dtype)
@@ -305,8 +305,7 @@ def test_index_gradients(native):
 # ---- index_add / index_copy / index_fill ----------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=str)
+@pytest.mark.parametrize("dtype,index_dtype", PAIRS, ids=str)
 def test_index_add_copy_fill_match_cpu(dtype, index_dtype, native):
     x = data(dtype, (5, 4, 3))
     for dim in (0, 1, -1):
@@ -371,3 +370,35 @@ def test_index_add_copy_gradients(native):
     (xt.index_add(0, T(i), st, alpha=3) * 1).backward(T(g))
     close(xt.grad, x.grad)
     close(st.grad, s.grad)
+
+
+# ---- take, masked_scatter_ (masked_select's backward) ----------------------------------
+
+
+def test_take_and_masked_select_gradient(native):
+    x = torch.randn(4, 5)
+    idx = torch.tensor([[0, -1], [19, 7]])
+    close(torch.take(T(x), T(idx)), torch.take(x, idx))
+    close(torch.take(T(x).t(), T(idx)), torch.take(x.t(), idx))
+    xg = x.clone().requires_grad_()
+    xt = x.to("tpu").requires_grad_()
+    m = x > 0
+    g = torch.randn(int(m.sum()))
+    torch.masked_select(xg, m).backward(g)
+    torch.masked_select(xt, T(m)).backward(T(g))
+    close(xt.grad, xg.grad)
+    y, yt = torch.zeros(3, 4), T(torch.zeros(3, 4))
+    src = torch.arange(20.0).view(4, 5)
+    y.masked_scatter_(m[:3, :4], src)
+    yt.masked_scatter_(T(m[:3, :4]), T(src))
+    close(yt, y)
+    close(T(y).masked_scatter(T(m[0, :4]), T(src)), y.masked_scatter(m[0, :4], src))
+
+
+def test_take_masked_scatter_errors_like_cpu():
+    x = torch.zeros(3, device="tpu")
+    with pytest.raises(IndexError, match="out of range: tried to access index 3 on a tensor of 3"):
+        torch.take(x, T(torch.tensor([3])))
+    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones in mask"):
+        x.masked_scatter_(T(torch.tensor([True, False, True])), T(torch.ones(1)))
+    assert torch.equal(x.cpu(), torch.zeros(3))
