@@ -191,6 +191,20 @@ Tensor& nonzero_out_k(const Tensor& self, Tensor& out) {
   return out_to(out, nonzero_k(self), "aten::nonzero.out");
 }
 
+Tensor nonzero_static_k(const Tensor& self, c10::SymInt size, int64_t fill_value) {
+  const char* op = "aten::nonzero_static";
+  check_supported(self, op);
+  int64_t rows = size.expect_int();
+  TORCH_CHECK(rows >= 0, "nonzero_static: 'size' must be an non-negative integer, but got ", rows);
+  c10::DeviceGuard guard(self.device());
+  Tensor out = at::empty({rows, self.dim()}, self.options().dtype(at::kLong));
+  if (out.numel() == 0) return out;
+  OpArgs a;
+  a.tensor(self);
+  run_op(op, self.device().index(), a, {fill_value}, {out});
+  return out;
+}
+
 // ---- advanced indexing -------------------------------------------------------
 
 // The index tensors of an advanced-indexing call with masks expanded: idx[j]
@@ -583,4 +597,5 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select.out", TORCH_FN(tp::masked_select_out_k));
   m.impl("nonzero", TORCH_FN(tp::nonzero_k));
   m.impl("nonzero.out", TORCH_FN(tp::nonzero_out_k));
+  m.impl("nonzero_static", TORCH_FN(tp::nonzero_static_k));
 }

@@ -413,40 +413,61 @@ void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                    tpj_hlo_emit_zero(b, TPJ_I64), &d0, 1, "stablehlo.add");
 }
 
-/* nonzero: in[0] x; outs[0] is (count, x.ndim) i64, count computed by
- * tpj::count_nonzero beforehand (the result's size depends on the data, so
- * it is known only after a host wait). Sorting the keys (position for a
- * nonzero element, position + numel otherwise) puts the nonzero positions
- * first, in order; they are then split into coordinates. */
-void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  tpj_hlo_builder_t* b = ctx->b;
-  const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_hlo_value_t x0 = ctx->in[0];
-  if (o->ndim != 2 || o->dims[1] != x0.ndim) {
-    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "nonzero: bad result shape"));
-    return;
-  }
-  int64_t count = o->dims[0], n = tpj_hlo_numel(&x0);
-  if (count == 0 || x0.ndim == 0) {
-    results[0] = zeros(b, o);
-    return;
-  }
+/* The first `rows` positions of x's nonzero elements as a (rows, x.ndim)
+ * i64 matrix; rows past the number of nonzero elements hold fill. Sorting
+ * the keys (position for a nonzero element, position + numel otherwise)
+ * puts the nonzero positions first, in order; they are then split into
+ * coordinates. */
+static tpj_hlo_value_t nonzero_rows(tpj_hlo_builder_t* b, tpj_hlo_value_t x0, int64_t rows,
+                                    int64_t fill) {
+  int64_t n = tpj_hlo_numel(&x0), od[2] = {rows, x0.ndim};
+  if (rows == 0 || x0.ndim == 0 || n == 0) return splat_i64(b, fill, od, 2);
   tpj_hlo_value_t x = flatten(b, x0);
   tpj_hlo_value_t nz = tpj_hlo_emit_compare(
       b, x, splat(b, tpj_hlo_emit_zero(b, x.dtype), x.dims, 1), "NE");
   tpj_hlo_value_t io = tpj_hlo_emit_iota(b, TPJ_I64, &n, 1, 0);
-  tpj_hlo_value_t key = tpj_hlo_emit_select(b, nz, io, add(b, io, splat_i64(b, n, &n, 1)));
-  int64_t start = 0, step = 1;
-  tpj_hlo_value_t lin = tpj_hlo_emit_slice(b, tpj_hlo_emit_sort_1d(b, key), &start, &count, &step);
+  tpj_hlo_value_t key = tpj_hlo_emit_sort_1d(
+      b, tpj_hlo_emit_select(b, nz, io, add(b, io, splat_i64(b, n, &n, 1))));
+  if (rows <= n) {
+    int64_t start = 0, step = 1;
+    key = tpj_hlo_emit_slice(b, key, &start, &rows, &step);
+  } else {
+    int64_t lo = 0, hi = rows - n;
+    key = tpj_hlo_emit_pad(b, key, tpj_hlo_emit_const_i64(b, 2 * n), &lo, &hi);
+  }
+  tpj_hlo_value_t valid = tpj_hlo_emit_compare(b, key, splat_i64(b, n, &rows, 1), "LT");
   int64_t st[TPJ_MAX_DIMS];
   strides_of(x0.dims, x0.ndim, st);
   tpj_hlo_value_t cols[TPJ_MAX_DIMS];
-  int64_t cd[2] = {count, 1};
+  int64_t cd[2] = {rows, 1};
   for (int d = 0; d < x0.ndim; ++d) {
-    tpj_hlo_value_t c = tpj_hlo_emit_binary(b, "stablehlo.divide", lin, splat_i64(b, st[d], &count, 1));
-    if (d > 0)
-      c = tpj_hlo_emit_binary(b, "stablehlo.remainder", c, splat_i64(b, x0.dims[d], &count, 1));
+    tpj_hlo_value_t c = tpj_hlo_emit_binary(b, "stablehlo.divide", key, splat_i64(b, st[d], &rows, 1));
+    c = tpj_hlo_emit_binary(b, "stablehlo.remainder", c, splat_i64(b, x0.dims[d], &rows, 1));
+    c = tpj_hlo_emit_select(b, valid, c, splat_i64(b, fill, &rows, 1));
     cols[d] = tpj_hlo_emit_reshape(b, c, cd, 2);
   }
-  results[0] = x0.ndim == 1 ? cols[0] : tpj_hlo_emit_concatenate(b, cols, x0.ndim, 1);
+  return x0.ndim == 1 ? cols[0] : tpj_hlo_emit_concatenate(b, cols, x0.ndim, 1);
+}
+
+/* nonzero: in[0] x; outs[0] is (count, x.ndim) i64, count computed by
+ * tpj::count_nonzero beforehand (the result's size depends on the data, so
+ * it is known only after a host wait). */
+void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (o->ndim != 2 || o->dims[1] != ctx->in[0].ndim) {
+    tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "nonzero: bad result shape"));
+    return;
+  }
+  results[0] = nonzero_rows(ctx->b, ctx->in[0], o->dims[0], 0);
+}
+
+/* nonzero_static: in[0] x; attrs[0] fill_value; outs[0] is (size, x.ndim)
+ * i64. Its size is given, so no host wait: missing rows hold fill_value. */
+void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (o->ndim != 2 || o->dims[1] != ctx->in[0].ndim || ctx->nattrs < 1) {
+    tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "nonzero_static: bad operands"));
+    return;
+  }
+  results[0] = nonzero_rows(ctx->b, ctx->in[0], o->dims[0], ctx->attrs[0]);
 }

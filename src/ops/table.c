@@ -72,6 +72,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::nll_loss_backward", tpj_lower_nll_loss_backward},
     {"aten::nll_loss_forward", tpj_lower_nll_loss},
     {"aten::nonzero", tpj_lower_nonzero},
+    {"aten::nonzero_static", tpj_lower_nonzero_static},
     {"aten::pow.Tensor_Scalar", tpj_lower_pow},
     {"aten::pow.Tensor_Tensor", tpj_lower_pow},
     {"aten::prod.dim_int", tpj_lower_prod},

@@ -208,6 +208,9 @@ def test_nonzero_and_argwhere(native):
         assert torch.equal(torch.argwhere(T(x)).cpu(), torch.argwhere(x))
     y = torch.randint(0, 3, (5, 6))
     assert torch.equal(torch.nonzero(T(y).t()).cpu(), torch.nonzero(y.t()))
+    for size, fill in ((3, -1), (40, 7), (0, -1)):  # a given size: no host wait
+        assert torch.equal(torch.nonzero_static(T(y), size=size, fill_value=fill).cpu(),
+                           torch.nonzero_static(y, size=size, fill_value=fill))
     got = torch.nonzero(T(y), as_tuple=True)
     for a, b in zip(got, torch.nonzero(y, as_tuple=True)):
         assert torch.equal(a.cpu(), b)
