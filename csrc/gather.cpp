@@ -187,7 +187,9 @@ Tensor nonzero_k(const Tensor& self) {
 }
 
 Tensor& nonzero_out_k(const Tensor& self, Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type", out.scalar_type());
+  TORCH_CHECK(out.scalar_type() == at::kLong,
+              "nonzero: Expected out tensor to have scalar type Long but got scalar type",
+              out.scalar_type());
   return out_to(out, nonzero_k(self), "aten::nonzero.out");
 }
 
