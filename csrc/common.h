@@ -77,7 +77,7 @@ struct OpArgs {
   std::vector<tpj_exec_arg_t> args;
   std::vector<tpj_rt_buffer_t*> owned;
   ~OpArgs();
-  void tensor(const at::Tensor& t);               // read through t's view
+  void tensor(const at::Tensor& t);               // read through t's view (buffer held)
   void scalar(const at::Scalar& s, at::ScalarType dt, int device);  // 0-d runtime argument
   void buffer(tpj_rt_buffer_t* b);                // used as it is (borrowed)
 };
@@ -129,6 +129,11 @@ at::Tensor& out_result(at::Tensor& out, const at::Tensor& result, const char* op
 void check_no_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs);
 // A Python number as a wrapped 0-d CPU tensor (weak in type promotion).
 at::Tensor wrap_scalar(const at::Scalar& s);
+// The smallest and largest value of an integer index tensor, read on the
+// host (one wait for a tpu tensor); false when it is empty. Glue checks
+// indices with it before launching: XLA clamps an out-of-range gather index
+// and drops an out-of-range scatter update, both silent wrong answers.
+bool index_bounds(const at::Tensor& index, int64_t* lo, int64_t* hi);
 
 // ---- fallbacks (fallback.cpp) ----------------------------------------------
 void count_fallback(const std::string& op);

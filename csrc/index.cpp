@@ -17,10 +17,8 @@ namespace {
 using at::Tensor;
 
 void check_indices(const Tensor& index, int64_t size) {
-  if (tracing() && !index.device().is_cpu()) return;  // a compiled graph cannot wait on values
-  Tensor h = index.device().is_cpu() ? index : to_host(index);
-  if (h.numel() == 0) return;
-  int64_t lo = h.min().item<int64_t>(), hi = h.max().item<int64_t>();
+  int64_t lo = 0, hi = 0;
+  if (!index_bounds(index, &lo, &hi)) return;
   TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");
 }
 

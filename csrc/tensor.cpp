@@ -95,6 +95,10 @@ void OpArgs::tensor(const at::Tensor& t) {
   tpj_exec_arg_t a;
   std::memset(&a, 0, sizeof(a));
   a.buf = buffer_of(t);
+  // Hold the buffer: t may be a temporary (a.tensor(x.reshape(...))) whose
+  // storage dies before run_op.
+  tpj_rt_buffer_retain(a.buf);
+  owned.push_back(a.buf);
   a.has_view = 1;
   a.view = view_of(t);
   args.push_back(a);
@@ -224,6 +228,18 @@ at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRe
   a.tensor(t);
   run_op("tpj::view_copy", t.device().index(), a, {}, {out});
   return out;
+}
+
+at::Tensor to_host(const at::Tensor& src);  // copy.cpp
+
+bool index_bounds(const at::Tensor& index, int64_t* lo, int64_t* hi) {
+  if (index.numel() == 0) return false;
+  // A compiled graph cannot wait on values: its indices are not checked.
+  if (tracing() && !index.device().is_cpu()) return false;
+  at::Tensor h = index.device().is_cpu() ? index : to_host(index);
+  *lo = h.min().item<int64_t>();
+  *hi = h.max().item<int64_t>();
+  return true;
 }
 
 }  // namespace torch_pjrt

@@ -231,6 +231,15 @@ void tpj_lower_flip(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_roll(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_constant_pad_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_edge_pad(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* Indexing by tensors (ops/gather.c). */
+void tpj_lower_gather(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_scatter(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index_put(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index_along(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }
