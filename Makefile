@@ -40,6 +40,7 @@ build/obj/%.o: src/%.c $(wildcard src/*/*.h) | $(VENV)/.stamp-deps
 
 build/libtpj.a: $(CORE_OBJ)
 	@mkdir -p build
+	rm -f $@
 	ar rcs $@ $^
 
 lib: build/libtpj.a

@@ -445,18 +445,23 @@ tpj_hlo_value_t tpj_hlo_emit_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
   return r;
 }
 
-tpj_hlo_value_t tpj_hlo_emit_pad(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t padv,
-                                 const int64_t* lo, const int64_t* hi) {
+tpj_hlo_value_t tpj_hlo_emit_pad_general(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                         tpj_hlo_value_t padv, const int64_t* lo,
+                                         const int64_t* hi, const int64_t* interior) {
   if (!tpj_hlo_check_valid(b, &x) || !tpj_hlo_check_valid(b, &padv)) return kInvalid;
   if (padv.ndim != 0 || padv.dtype != x.dtype) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "pad value must be a 0-d %s",
                                     tpj_dtype_name(x.dtype)));
     return kInvalid;
   }
-  int64_t dims[TPJ_MAX_DIMS], interior[TPJ_MAX_DIMS];
+  int64_t dims[TPJ_MAX_DIMS];
   for (int i = 0; i < x.ndim; ++i) {
-    dims[i] = x.dims[i] + lo[i] + hi[i];
-    interior[i] = 0;
+    if (interior[i] < 0) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "pad: negative interior padding"));
+      return kInvalid;
+    }
+    int64_t spread = x.dims[i] ? x.dims[i] + (x.dims[i] - 1) * interior[i] : 0;
+    dims[i] = spread + lo[i] + hi[i];
     if (dims[i] < 0) {
       tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "pad to a negative size"));
       return kInvalid;
@@ -473,6 +478,35 @@ tpj_hlo_value_t tpj_hlo_emit_pad(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hl
   tpj_hlo_print_i64_array(&b->body, interior, x.ndim);
   tpj_strbuf_puts(&b->body, "}");
   tpj_hlo_end_op(b, &r, ops, 2);
+  return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_pad(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t padv,
+                                 const int64_t* lo, const int64_t* hi) {
+  int64_t interior[TPJ_MAX_DIMS] = {0};
+  return tpj_hlo_emit_pad_general(b, x, padv, lo, hi, interior);
+}
+
+tpj_hlo_value_t tpj_hlo_emit_reverse(tpj_hlo_builder_t* b, tpj_hlo_value_t x, const int64_t* dims,
+                                     int ndims) {
+  if (!tpj_hlo_check_valid(b, &x)) return kInvalid;
+  int seen[TPJ_MAX_DIMS] = {0};
+  for (int i = 0; i < ndims; ++i) {
+    if (dims[i] < 0 || dims[i] >= x.ndim || seen[dims[i]]) {
+      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "reverse: bad dimension %lld",
+                                      (long long)dims[i]));
+      return kInvalid;
+    }
+    seen[dims[i]] = 1;
+  }
+  if (ndims == 0) return x;
+  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
+  const tpj_hlo_value_t* ops[1] = {&x};
+  tpj_hlo_begin_op(b, &r, "stablehlo.reverse", ops, 1);
+  tpj_strbuf_puts(&b->body, " {dimensions = ");
+  tpj_hlo_print_i64_array(&b->body, dims, ndims);
+  tpj_strbuf_puts(&b->body, "}");
+  tpj_hlo_end_op(b, &r, ops, 1);
   return r;
 }
 

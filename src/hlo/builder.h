@@ -96,6 +96,14 @@ tpj_hlo_value_t tpj_hlo_emit_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
                                    const int64_t* strides);
 tpj_hlo_value_t tpj_hlo_emit_pad(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t padv,
                                  const int64_t* lo, const int64_t* hi);
+/* stablehlo.pad with per-dim edge padding lo/hi (negative crops) and
+ * interior padding (>= 0, inserted between elements). */
+tpj_hlo_value_t tpj_hlo_emit_pad_general(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                         tpj_hlo_value_t padv, const int64_t* lo,
+                                         const int64_t* hi, const int64_t* interior);
+/* Reverses x along each of dims (distinct, in range). */
+tpj_hlo_value_t tpj_hlo_emit_reverse(tpj_hlo_builder_t* b, tpj_hlo_value_t x, const int64_t* dims,
+                                     int ndims);
 /* A 0-d constant 0 or 1 of dtype dt. */
 tpj_hlo_value_t tpj_hlo_emit_zero(tpj_hlo_builder_t* b, tpj_dtype_t dt);
 tpj_hlo_value_t tpj_hlo_emit_const_i64(tpj_hlo_builder_t* b, int64_t v);

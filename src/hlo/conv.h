@@ -37,15 +37,6 @@ tpj_hlo_value_t tpj_hlo_emit_convolution(tpj_hlo_builder_t* b, tpj_hlo_value_t l
                                          tpj_hlo_value_t rhs, const tpj_hlo_conv_t* c,
                                          tpj_dtype_t out_dtype);
 
-/* Reverses x along each of dims (n entries). */
-tpj_hlo_value_t tpj_hlo_emit_reverse(tpj_hlo_builder_t* b, tpj_hlo_value_t x, const int64_t* dims,
-                                     int n);
-
-/* stablehlo.pad with per-dim edge padding lo/hi (negative crops) and
- * interior padding (>= 0, inserted between elements). */
-tpj_hlo_value_t tpj_hlo_emit_pad_general(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
-                                         tpj_hlo_value_t padv, const int64_t* lo,
-                                         const int64_t* hi, const int64_t* interior);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,6 @@
 /* ops/create: tensor creation and shape ops: arange, linspace, tril/triu,
  * flip, roll, constant/reflection/replication padding. Each writes a whole
  * fresh output whose shape PyTorch computed (ctx->outs[0]). */
-#include "hlo/create.h"
 #include "ops/ops.h"
 
 static int tpj_create_need(tpj_op_ctx_t* ctx, int nin, int nattrs, const char* op) {
