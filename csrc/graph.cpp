@@ -333,7 +333,7 @@ std::string graph_key(const std::vector<std::optional<at::Tensor>>& args) {
       continue;
     }
     const at::Tensor& t = *args[i];
-    k << (t.device().is_privateuseone() ? "T" : "C") << t.device().index() << ':'
+    k << (t.device().is_privateuseone() ? "T" : "C") << static_cast<int>(t.device().index()) << ':'
       << static_cast<int>(t.scalar_type()) << ':' << t.sizes() << t.strides() << '@'
       << t.storage_offset();
     if (t.device().is_privateuseone()) {

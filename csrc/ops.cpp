@@ -321,6 +321,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPJ_UNARY_FAMILY("neg", "aten::neg", UKind::kSame)
   TPJ_UNARY_FAMILY("abs", "aten::abs", UKind::kSame)
   m.impl("where.self", TORCH_FN(tp::where));
+  // scaled_dot_product_attention's math path (_safe_softmax) writes where's out= form
+  m.impl("where.self_out", [](const at::Tensor& c, const at::Tensor& s, const at::Tensor& o,
+                              at::Tensor& out) -> at::Tensor& {
+    return tp::out_result(out, tp::where(c, s, o), "aten::where.self_out");
+  });
   m.impl("addcmul", [](const Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) {
     return tp::addc("aten::addcmul", s, a, b, v);
   });

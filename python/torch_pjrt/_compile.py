@@ -29,17 +29,30 @@ def _fallback_mode() -> str:
     return os.environ.get("TORCH_PJRT_FALLBACK", "warn").lower()
 
 
-def _has_tpu_kernel_named(name: str) -> bool:
-    """True when the dispatcher reaches a kernel of ours (or a composite one
-    that calls other ops) for PrivateUse1, not the CPU fallback."""
+_COMPOSITE = ("CompositeExplicitAutograd", "CompositeImplicitAutograd")
+
+
+def _has_kernel(name: str) -> bool:
     has = torch._C._dispatch_has_kernel_for_dispatch_key
-    return any(has(name, key) for key in (
-        "PrivateUse1", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
-        "CompositeImplicitAutograd"))
+    return has(name, "PrivateUse1") or any(has(name, k) for k in _COMPOSITE)
 
 
 def _has_tpu_kernel(op: torch._ops.OpOverload) -> bool:
-    return _has_tpu_kernel_named(op.name())
+    """True when the dispatcher reaches a kernel of ours, or a composite one
+    that calls other ops, for PrivateUse1 -- not the CPU fallback."""
+    name = op.name()
+    if _has_kernel(name):
+        return True
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(
+            name, "CompositeExplicitAutogradNonFunctional"):
+        return False
+    # A structured op's functional form is generic, but it calls the .out
+    # kernel, which may be CPU-only (special_zeta); other non-functional
+    # composites (copy, slice_scatter) are built from ops we have.
+    packet = op.overloadpacket
+    if "out" not in packet.overloads():
+        return True
+    return _has_kernel(packet.out.name() if hasattr(packet.out, "name") else name + ".out")
 
 
 def _val_devices(val: Any) -> list[torch.device]:
