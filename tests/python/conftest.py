@@ -88,9 +88,11 @@ def no_leaks(request):
         return
     torch.tpu.synchronize()
     after = live_buffers(full=False)
-    if after != before:
+    if after > before:
         after = live_buffers(full=True)
-    assert after == before, f"PJRT buffers leaked: {before} live before the test, {after} after"
+    # Fewer after than before is not this test's leak: an older cycle (a
+    # compiled graph of an earlier module, say) was collected meanwhile.
+    assert after <= before, f"PJRT buffers leaked: {before} live before the test, {after} after"
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,8 @@
 (embedding, causal SDPA, LayerNorm, GELU, dropout, cross-entropy, AdamW) and
 the CNN (conv, batch norm, max pool, ReLU, SGD with momentum), eager and
 compiled; every op native; buffers flat across steps."""
+import gc
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,6 +13,14 @@ import torch_pjrt
 from conftest import live_buffers
 
 STEPS = 20
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+    gc.collect()
 
 
 def _train_lm(device, steps=STEPS, dropout=0.0, compiled=False):
