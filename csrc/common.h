@@ -102,6 +102,11 @@ c10::Device common_device(const char* op, std::initializer_list<const at::Tensor
 // Adds t as an operand: read through its view, or (a CPU 0-d tensor) as a
 // runtime scalar.
 void add_operand(OpArgs& a, const at::Tensor& t, int device);
+// The dims a reduction over `dim` covers: wrapped, sorted, distinct; every
+// dim when none are named; none for a 0-d tensor.
+std::vector<int64_t> reduced_dims(const at::Tensor& self, at::OptionalIntArrayRef dim);
+// Half-precision math accumulates in float32, as PyTorch's CPU kernels do.
+at::ScalarType accumulator(at::ScalarType t);
 // A meta tensor with t's sizes, strides and dtype: PyTorch's meta functions
 // on it give an op's output shape and dtype and run its argument checks.
 at::Tensor to_meta(const at::Tensor& t);

@@ -14,24 +14,6 @@ namespace {
 using at::OptionalIntArrayRef;
 using at::Tensor;
 
-std::vector<int64_t> reduced_dims(const Tensor& self, OptionalIntArrayRef dim) {
-  std::vector<int64_t> dims;
-  int64_t nd = self.dim();
-  if (nd == 0) return dims;  // dim 0 / -1 of a 0-d tensor reduce nothing
-  if (!dim || dim->empty()) {
-    for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
-  } else {
-    for (int64_t d : *dim) dims.push_back(c10::maybe_wrap_dim(d, nd));
-    std::sort(dims.begin(), dims.end());
-    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  }
-  return dims;
-}
-
-at::ScalarType accumulator(at::ScalarType out) {
-  return (out == at::kHalf || out == at::kBFloat16) ? at::kFloat : out;
-}
-
 Tensor reduce(const char* op, const Tensor& self, const std::vector<int64_t>& dims, bool keepdim,
               const Tensor& meta_out) {
   check_supported(self, op);

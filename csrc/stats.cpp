@@ -25,25 +25,6 @@ namespace {
 using at::OptionalIntArrayRef;
 using at::Tensor;
 
-// Wrapped, sorted, distinct; every dim when none are named.
-std::vector<int64_t> reduced_dims(const Tensor& self, OptionalIntArrayRef dim) {
-  std::vector<int64_t> dims;
-  int64_t nd = self.dim();
-  if (nd == 0) return dims;
-  if (!dim || dim->empty()) {
-    for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
-  } else {
-    for (int64_t d : *dim) dims.push_back(c10::maybe_wrap_dim(d, nd));
-    std::sort(dims.begin(), dims.end());
-    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  }
-  return dims;
-}
-
-at::ScalarType accumulator(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 // attrs: compute dtype, flag, ndims, dims...; `scalar` (if any) is a 0-d
 // runtime operand of dtype scalar_dt.
 std::vector<Tensor> run(const char* op, const Tensor& self, std::initializer_list<Tensor> metas,

@@ -1,6 +1,9 @@
 // Tensors as the C core sees them: a box, a buffer, a view; and the one call
 // that runs a table op eagerly.
+#include <ATen/WrapDimUtils.h>
 #include <c10/core/DeviceGuard.h>
+
+#include <algorithm>
 
 #include "common.h"
 
@@ -214,6 +217,24 @@ void add_operand(OpArgs& a, const at::Tensor& t, int device) {
   } else {
     a.scalar(t.item(), t.scalar_type(), device);
   }
+}
+
+std::vector<int64_t> reduced_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
+  std::vector<int64_t> dims;
+  int64_t nd = self.dim();
+  if (nd == 0) return dims;  // dim 0 / -1 of a 0-d tensor reduce nothing
+  if (!dim || dim->empty()) {
+    for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
+  } else {
+    for (int64_t d : *dim) dims.push_back(c10::maybe_wrap_dim(d, nd));
+    std::sort(dims.begin(), dims.end());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  }
+  return dims;
+}
+
+at::ScalarType accumulator(at::ScalarType t) {
+  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
 }
 
 at::Tensor to_meta(const at::Tensor& t) {
