@@ -621,8 +621,9 @@ void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* 
   tpj_strbuf_puts(sb, ") -> ()\n    })");
 }
 
-tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
-                                        tpj_hlo_value_t idx, tpj_hlo_value_t upd) {
+tpj_hlo_value_t tpj_hlo_emit_scatter_1d_with(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                             tpj_hlo_value_t idx, tpj_hlo_value_t upd,
+                                             const char* body, int unique) {
   if (!tpj_hlo_check_valid(b, &flat) || !tpj_hlo_check_valid(b, &idx) ||
       !tpj_hlo_check_valid(b, &upd))
     return kInvalid;
@@ -630,23 +631,28 @@ tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t fl
       !tpj_hlo_same_shape(&idx, &upd)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
                                     "scatter_1d needs a 1-D operand, int64 indices and updates "
-                                    "of the indices' shape"));
+                                    "of the indices' shape and the operand's dtype"));
     return kInvalid;
   }
   tpj_hlo_value_t r = tpj_hlo_new_value(b, flat.dtype, flat.dims, 1);
   const tpj_hlo_value_t* ops[3] = {&flat, &idx, &upd};
   tpj_hlo_begin_op(b, &r, "stablehlo.scatter", ops, 3);
   tpj_strbuf_t* sb = &b->body;
-  /* the update computation keeps the new value: an overwrite */
-  tpj_hlo_print_region(sb, r.id, flat.dtype, NULL);
+  tpj_hlo_print_region(sb, r.id, flat.dtype, body);
   tpj_strbuf_printf(sb,
                     " {indices_are_sorted = false, scatter_dimension_numbers = "
                     "#stablehlo.scatter<inserted_window_dims = [0], "
                     "scatter_dims_to_operand_dims = [0], index_vector_dim = %d>, "
-                    "unique_indices = true}",
-                    idx.ndim);
+                    "unique_indices = %s}",
+                    idx.ndim, unique ? "true" : "false");
   tpj_hlo_end_op(b, &r, ops, 3);
   return r;
+}
+
+tpj_hlo_value_t tpj_hlo_emit_scatter_1d(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                        tpj_hlo_value_t idx, tpj_hlo_value_t upd) {
+  /* the update computation keeps the new value: an overwrite */
+  return tpj_hlo_emit_scatter_1d_with(b, flat, idx, upd, NULL, 1);
 }
 
 void tpj_hlo_print_i64_list(tpj_strbuf_t* sb, const int64_t* a, int n) {

@@ -36,6 +36,12 @@ void tpj_hlo_end_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r,
 /* The one-block scalar region of reduce/scatter computing body(a, b)
  * ("stablehlo.add", ...), or returning b when body is NULL. */
 void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* body);
+/* flat[idx] (body)= upd elementwise: flat 1-D, idx i64 with upd's dims; body
+ * NULL overwrites. unique promises distinct indices (else duplicates are
+ * combined by body, or one wins an overwrite). */
+tpj_hlo_value_t tpj_hlo_emit_scatter_1d_with(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
+                                             tpj_hlo_value_t idx, tpj_hlo_value_t upd,
+                                             const char* body, int unique);
 
 #ifdef __cplusplus
 }
