@@ -53,7 +53,10 @@ Tensor& draw_into(Tensor& self, const char* op, const Gen& gen, uint64_t words_p
                   std::initializer_list<Scalar> scalars, at::ScalarType scalar_type,
                   std::vector<int64_t> attrs = {}, const Tensor* input = nullptr) {
   check_supported(self, op);
-  TORCH_CHECK(self.device().is_privateuseone(), op, ": expected a tpu tensor");
+  // A tpu generator passed for a tensor of another device dispatches here
+  // (the generator's key wins); answer as that device's kernel would.
+  TORCH_CHECK(self.device().is_privateuseone(), "Expected a '", self.device().type(),
+              "' device type for generator but found 'tpu'");
   if (self.numel() == 0) return self;
   c10::DeviceGuard guard(self.device());
   int dev = self.device().index();

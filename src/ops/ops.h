@@ -240,6 +240,9 @@ void tpj_lower_index_along(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* GradScaler's unscale and scale update (ops/amp.c). */
+void tpj_lower_amp_unscale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_amp_update_scale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 static const tpj_op_def_t kOps[] = {
     {"aten::_adaptive_avg_pool2d", tpj_lower_adaptive_avg_pool2d},
     {"aten::_adaptive_avg_pool2d_backward", tpj_lower_adaptive_avg_pool2d_backward},
+    {"aten::_amp_foreach_non_finite_check_and_unscale_", tpj_lower_amp_unscale},
+    {"aten::_amp_update_scale_", tpj_lower_amp_update_scale},
     {"aten::_log_softmax", tpj_lower_log_softmax},
     {"aten::_log_softmax_backward_data", tpj_lower_log_softmax_backward},
     {"aten::_logcumsumexp", tpj_lower_logcumsumexp},
