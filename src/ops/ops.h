@@ -180,6 +180,7 @@ void tpj_lower_exponential(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_native_dropout_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_multinomial(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* math family (src/ops/math.c) */
 void tpj_lower_erf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_erfc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

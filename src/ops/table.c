@@ -148,6 +148,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::mse_loss_backward", tpj_lower_mse_loss_backward},
     {"aten::mul.Scalar", tpj_lower_mul_tensor},
     {"aten::mul.Tensor", tpj_lower_mul_tensor},
+    {"aten::multinomial", tpj_lower_multinomial},
     {"aten::mv", tpj_lower_mm},
     {"aten::nan_to_num", tpj_lower_nan_to_num},
     {"aten::native_batch_norm", tpj_lower_batch_norm},

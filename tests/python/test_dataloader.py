@@ -67,6 +67,19 @@ def test_non_blocking_copies_are_correct(dtype):
                          make(dtype, (4,), seed=3))
 
 
+def test_non_blocking_source_freed_before_the_copy_finishes():
+    # the pinned source is a temporary, gone as soon as .to() returns: the
+    # upload keeps it alive until the device has read it
+    n = 1 << 20
+    outs = [torch.arange(n, dtype=torch.float32).add_(i).pin_memory().to(D0, non_blocking=True)
+            for i in range(4)]
+    junk = [torch.full((n,), -1.0).pin_memory() for _ in range(4)]  # reuse the freed blocks
+    torch.tpu.synchronize()
+    for i, o in enumerate(outs):
+        assert torch.equal(o.cpu(), torch.arange(n, dtype=torch.float32) + i)
+    del junk
+
+
 def _train(loader, steps_expected):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),

@@ -42,6 +42,10 @@ DRAWS = {
     "bernoulli": lambda d, g: torch.bernoulli(torch.full((40,), 0.3, device=d), generator=g),
     "bernoulli_": lambda d, g: torch.empty(40, device=d).bernoulli_(0.7, generator=g),
     "exponential_": lambda d, g: torch.empty(40, device=d).exponential_(2.0, generator=g),
+    "multinomial": lambda d, g: torch.multinomial(
+        torch.arange(1.0, 31.0, device=d).expand(4, 30), 5, generator=g),
+    "multinomial_repl": lambda d, g: torch.multinomial(torch.arange(1.0, 9.0, device=d), 40, True,
+                                                       generator=g),
     "random_": lambda d, g: torch.empty(40, device=d, dtype=torch.int32).random_(0, 9,
                                                                                 generator=g),
 }
@@ -139,6 +143,51 @@ def test_dropout_reproducible_with_seed():
     assert torch.equal(F.dropout(x, 0.3, training=True).cpu(), a)
     assert not torch.equal(F.dropout(x, 0.3, training=True).cpu(), a)
     assert torch.equal(F.dropout(x, 0.3, training=False).cpu(), x.cpu())
+
+
+def test_multinomial_distribution():
+    g = torch.Generator(device="tpu").manual_seed(3)
+    p = torch.tensor([0.1, 0.0, 0.3, 0.6], device=D0)
+    n = 40_000
+    s = torch.multinomial(p, n, replacement=True, generator=g)
+    assert s.dtype == torch.int64 and s.shape == (n,) and s.device == torch.device(D0)
+    freq = torch.bincount(s.cpu(), minlength=4).double() / n
+    torch.testing.assert_close(freq, torch.tensor([0.1, 0.0, 0.3, 0.6], dtype=torch.float64),
+                               atol=0.01, rtol=0)
+    # without replacement: distinct categories, never a zero-probability one
+    # while positive ones remain; the first pick follows p
+    w = torch.multinomial(p.expand(4000, 4), 3, generator=g).cpu()
+    assert w.shape == (4000, 3)
+    assert (w.sort(1).values == torch.tensor([0, 2, 3])).all()
+    first = torch.bincount(w[:, 0], minlength=4).double() / 4000
+    torch.testing.assert_close(first, torch.tensor([0.1, 0.0, 0.3, 0.6], dtype=torch.float64),
+                               atol=0.03, rtol=0)
+    # all categories of each row, in half precision and unnormalised weights
+    q = torch.rand(3, 50, device=D0, dtype=torch.float16) + 0.5
+    full = torch.multinomial(q, 50).cpu()
+    assert (full.sort(1).values == torch.arange(50)).all()
+    out = torch.empty(0, dtype=torch.int64, device=D0)
+    r = torch.multinomial(q, 2, out=out)
+    assert r is out and out.shape == (3, 2)
+
+
+def test_multinomial_errors_match_cpu():
+    def same(fn):
+        with pytest.raises(RuntimeError) as cpu:
+            fn("cpu")
+        with pytest.raises(RuntimeError) as tpu:
+            fn(D0)
+        assert str(tpu.value) == str(cpu.value)
+
+    t = lambda d, v: torch.tensor(v, device=d)  # noqa: E731
+    same(lambda d: torch.multinomial(t(d, [1.0, 2.0]), 3))
+    same(lambda d: torch.multinomial(t(d, [1.0, 2.0]), 0))
+    same(lambda d: torch.multinomial(t(d, [1, 2]), 1))
+    for repl, n in ((False, 1), (True, 1), (True, 2)):
+        same(lambda d: torch.multinomial(t(d, [1.0, -1.0]), n, repl))
+        same(lambda d: torch.multinomial(t(d, [[1.0, 0.0], [0.0, 0.0]]), n, repl))
+        same(lambda d: torch.multinomial(t(d, [1.0, float("inf")]), n, repl))
+        same(lambda d: torch.multinomial(t(d, [1.0, float("nan")]), n, repl))
 
 
 def _fork_and_check(child_body):
