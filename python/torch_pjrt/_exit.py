@@ -37,7 +37,8 @@ def _backward_per_device() -> None:
 
 def _drain_autograd_workers() -> None:
     try:
-        if not _C._is_initialized():
+        # A forked child cannot use tpu (and has no worker to drain).
+        if not _C._is_initialized() or torch.tpu._is_in_bad_fork():
             return
         # A fresh thread: its thread-local state holds no Python object, so
         # neither does the GraphTask the worker releases last.

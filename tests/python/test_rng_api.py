@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_pjrt
+from conftest import run_python
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -238,3 +239,20 @@ def test_forked_child_gets_cuda_like_error():
     assert _fork_and_check(child) == 0
     # the parent goes on using tpu
     assert torch.equal((x + 1).cpu(), torch.full((3,), 2.0))
+
+
+def test_forked_child_exits_cleanly():
+    # a child that ends normally runs the atexit hooks, which must leave tpu alone
+    code = """
+import os, sys, torch
+x = torch.ones(3, device="tpu", requires_grad=True)
+(x * 2).sum().backward()
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)
+_, st = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(st))
+"""
+    r = run_python(code)
+    assert r.returncode == 0 and r.stdout.strip() == "child 0", r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "Cannot re-initialize" not in r.stderr, r.stderr
