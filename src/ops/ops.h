@@ -147,6 +147,9 @@ void tpj_lower_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_adaptive_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_adaptive_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* upsample (ops/upsample.c): every upsample_* overload and its backward. */
+void tpj_lower_upsample(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_upsample_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* Sorting, selection, scans and statistics (ops/sort.c, ops/stats.c). */
 /* r (x reduced over rdims, sorted) broadcast back to x's dims. */
 tpj_hlo_value_t tpj_ops_unreduce(tpj_hlo_builder_t* b, tpj_hlo_value_t r, const int64_t* dims,
