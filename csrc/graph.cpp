@@ -307,8 +307,13 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
   tpj_exec_graph_t* g = nullptr;
   tpj_status_t s;
   if (failure.empty()) {
-    s = tpj_exec_trace_end(exec(), params.data(), static_cast<int>(params.size()), results.data(),
-                           static_cast<int>(results.size()), &g);
+    // An overwritten input donates its buffer to its new value, so the
+    // graph updates it in place instead of holding both.
+    std::vector<int> donate_to(params.size(), -1);
+    for (auto [in, r] : graph->mutations) donate_to[in] = r;
+    s = tpj_exec_trace_end_donating(exec(), params.data(), static_cast<int>(params.size()),
+                                    results.data(), static_cast<int>(results.size()),
+                                    donate_to.data(), &g);
   } else {
     tpj_exec_trace_abort(exec());
     s = nullptr;

@@ -50,6 +50,7 @@ py::dict metrics() {
   d["compiles"] = m.compiles;
   d["graph_compiles"] = m.graph_compiles;
   d["graph_runs"] = m.graph_runs;
+  d["donated_buffers"] = m.donated_buffers;
   d["cache_hits_disk"] = m.cache_hits_disk;
   d["disk_writes"] = m.disk_writes;
   d["disk_errors"] = m.disk_errors;

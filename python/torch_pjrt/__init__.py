@@ -67,8 +67,9 @@ def metrics() -> dict:
     compiles, compile_seconds, cache_hits_memory, cache_hits_disk,
     cache_misses, executions, evictions, h2d_bytes, d2h_bytes,
     fallback_calls; for torch.compile graph_compiles (graphs compiled),
-    graph_runs, graph_traces (signatures captured) and graph_splits (nodes
-    left to eager); and the gauges cache_size, live_buffers, live_bytes."""
+    graph_runs, graph_traces (signatures captured), graph_splits (nodes
+    left to eager) and donated_buffers (inputs a graph overwrote in place);
+    and the gauges cache_size, live_buffers, live_bytes."""
     from . import _compile
 
     m = dict(_C._metrics())
@@ -87,7 +88,7 @@ def reset_metrics() -> None:
     m = metrics()
     for k in ("compiles", "compile_seconds", "cache_hits", "cache_hits_memory", "cache_misses",
               "executions", "evictions", "h2d_bytes", "d2h_bytes", "graph_compiles", "cache_hits_disk",
-              "disk_writes", "disk_errors", "graph_runs",
+              "disk_writes", "disk_errors", "graph_runs", "donated_buffers",
               "graph_traces", "graph_splits", "graph_eager"):
         _METRICS_BASE[k] = m[k]
 

@@ -30,6 +30,7 @@ typedef struct {
   int64_t compiles;        /* every compile: one-op and graph executables */
   int64_t graph_compiles;  /* traced graphs that were not in the cache */
   int64_t graph_runs;
+  int64_t donated_buffers;  /* graph parameters whose buffer became a result */
   int64_t cache_hits_disk;  /* executables loaded from the on-disk cache */
   int64_t disk_writes;
   int64_t disk_errors;      /* unreadable or corrupt entries (recompiled), failed writes */
@@ -82,6 +83,17 @@ int tpj_exec_tracing(tpj_exec_t* ex);
 tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, int nparams,
                                 tpj_rt_buffer_t* const* results, int nresults,
                                 tpj_exec_graph_t** out);
+/* trace_end, with donate_to[i] (one per param, -1 for none; NULL: none)
+ * naming the result that param i's buffer may be donated to: a graph that
+ * overwrites an input (optimizer state, running stats) then updates it in
+ * place. A donation is dropped unless that result is computed by the graph
+ * and has the param's type. At run time a buffer is donated only when its
+ * refcount is 1 and it is passed once; donated buffers must not be read
+ * again (the caller swaps the result in). */
+tpj_status_t tpj_exec_trace_end_donating(tpj_exec_t* ex, tpj_rt_buffer_t* const* params,
+                                         int nparams, tpj_rt_buffer_t* const* results,
+                                         int nresults, const int* donate_to,
+                                         tpj_exec_graph_t** out);
 /* Drops the trace (after a failure). */
 void tpj_exec_trace_abort(tpj_exec_t* ex);
 /* Launches g on device without waiting: params of the types given at

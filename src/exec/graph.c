@@ -40,6 +40,7 @@ struct tpj_exec_graph {
   int nresults;
   tpj_rt_shape_t* result_shapes;
   int device;               /* where the constants live */
+  int* donate_to;           /* per param: the result its buffer may become, or -1 */
 };
 
 /* Trace ids are unique in the process, so a placeholder that leaks out of
@@ -189,6 +190,7 @@ typedef struct {
   const int64_t* result_refs;
   int nresults;
   const char* name;
+  const int* alias;           /* per slot: aliased result or -1 (NULL: none) */
 } tpj_exec_graph_lowering_t;
 
 static tpj_status_t tpj_exec_graph_lower(void* user, tpj_strbuf_t* text) {
@@ -229,7 +231,7 @@ static tpj_status_t tpj_exec_graph_lower(void* user, tpj_strbuf_t* text) {
     int64_t r = L->result_refs[i];
     results[i] = r > 0 ? vals[r - t->first_id] : slots[-r - 1];
   }
-  if (!s) s = tpj_hlo_finish(&b, results, L->nresults, text);
+  if (!s) s = tpj_hlo_finish_aliased(&b, results, L->nresults, L->alias, text);
   tpj_hlo_builder_free(&b);
   free(vals);
   free(slots);
@@ -240,6 +242,13 @@ static tpj_status_t tpj_exec_graph_lower(void* user, tpj_strbuf_t* text) {
 tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, int nparams,
                                 tpj_rt_buffer_t* const* results, int nresults,
                                 tpj_exec_graph_t** out) {
+  return tpj_exec_trace_end_donating(ex, params, nparams, results, nresults, NULL, out);
+}
+
+tpj_status_t tpj_exec_trace_end_donating(tpj_exec_t* ex, tpj_rt_buffer_t* const* params,
+                                         int nparams, tpj_rt_buffer_t* const* results,
+                                         int nresults, const int* donate_to,
+                                         tpj_exec_graph_t** out) {
   *out = NULL;
   pthread_mutex_lock(&ex->mu);
   tpj_exec_trace_t* t = ex->trace;
@@ -254,7 +263,10 @@ tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, 
   int64_t* result_refs = (int64_t*)calloc((size_t)(nresults ? nresults : 1), sizeof(int64_t));
   tpj_rt_buffer_t** slot_bufs =
       (tpj_rt_buffer_t**)calloc((size_t)(nparams + t->nreal + 1), sizeof(void*));
-  if (!g || !real_slot || !result_refs || !slot_bufs)
+  int* alias = (int*)malloc((size_t)(nparams + t->nreal + 1) * sizeof(int));
+  if (alias)
+    for (int i = 0; i < nparams + t->nreal + 1; ++i) alias[i] = -1;
+  if (!g || !real_slot || !result_refs || !slot_bufs || !alias)
     s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   int nslots = nparams;
   for (int i = 0; !s && i < nparams; ++i) {
@@ -287,6 +299,18 @@ tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, 
                           "graph result %d is neither a traced value nor a parameter", i);
     result_refs[i] = -(1 + (int64_t)slot);
   }
+  /* Donation: a parameter may give its buffer to a result the graph
+   * computes (not one that passes a parameter through) of the same type;
+   * each result takes at most one. */
+  for (int i = 0; !s && donate_to && i < nparams; ++i) {
+    int r = donate_to[i];
+    if (r < 0 || r >= nresults || result_refs[r] <= 0) continue;
+    int same = results[r]->dtype == params[i]->dtype && results[r]->ndim == params[i]->ndim;
+    for (int d = 0; same && d < params[i]->ndim; ++d)
+      same = results[r]->dims[d] == params[i]->dims[d];
+    for (int j = 0; same && j < i; ++j) same = alias[j] != r;
+    if (same) alias[i] = r;
+  }
 
   /* The signature: parameter and constant types, every node with its
    * operands named by value, and the results. */
@@ -312,10 +336,12 @@ tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, 
       tpj_strbuf_printf(&key, "|%lld",
                         (long long)(result_refs[i] > 0 ? result_refs[i] - t->first_id
                                                        : result_refs[i]));
+    for (int i = 0; i < nparams; ++i)
+      if (alias[i] >= 0) tpj_strbuf_printf(&key, "|donate%d>%d", i, alias[i]);
   }
   if (!s) {
-    tpj_exec_graph_lowering_t L = {t, real_slot, nslots, slot_bufs, result_refs, nresults,
-                                   "graph"};
+    tpj_exec_graph_lowering_t L = {t,        real_slot, nslots, slot_bufs, result_refs,
+                                   nresults, "graph", alias};
     pthread_mutex_lock(&ex->mu);
     int64_t compiles = ex->m.compiles;
     s = tpj_exec_get_locked(ex, &key, "compiled graph", tpj_exec_graph_lower, &L, &g->exe);
@@ -332,6 +358,8 @@ tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, 
     g->param_shapes = (tpj_rt_shape_t*)calloc((size_t)(nparams + 1), sizeof(tpj_rt_shape_t));
     g->consts = (tpj_rt_buffer_t**)calloc((size_t)(g->nconsts + 1), sizeof(void*));
     g->result_shapes = (tpj_rt_shape_t*)calloc((size_t)(nresults + 1), sizeof(tpj_rt_shape_t));
+    g->donate_to = alias;
+    alias = NULL;
     if (!g->param_shapes || !g->consts || !g->result_shapes)
       s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   }
@@ -353,6 +381,7 @@ tpj_status_t tpj_exec_trace_end(tpj_exec_t* ex, tpj_rt_buffer_t* const* params, 
   free(real_slot);
   free(result_refs);
   free(slot_bufs);
+  free(alias);
   tpj_exec_trace_free(t);
   if (s) {
     tpj_exec_graph_release(g);
@@ -382,13 +411,33 @@ tpj_status_t tpj_exec_graph_run(tpj_exec_t* ex, const tpj_exec_graph_t* g, int d
   }
   int n = nparams + g->nconsts;
   tpj_rt_buffer_t** bufs = (tpj_rt_buffer_t**)malloc((size_t)(n ? n : 1) * sizeof(void*));
-  if (!bufs) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  int64_t* keep = (int64_t*)malloc((size_t)(nparams ? nparams : 1) * sizeof(int64_t));
+  if (!bufs || !keep) {
+    free(bufs);
+    free(keep);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
   for (int i = 0; i < nparams; ++i) bufs[i] = params[i];
   for (int i = 0; i < g->nconsts; ++i) bufs[nparams + i] = g->consts[i];
-  tpj_status_t s = tpj_rt_execute(ex->rt, g->exe, device, bufs, (size_t)n, g->result_shapes,
-                                  (size_t)g->nresults, outs, "compiled graph");
+  /* A parameter's buffer is donated only when its holder is the single
+   * owner (refcount 1: no other storage, view or pending copy shares it)
+   * and it is passed once; the others are read and left intact. */
+  size_t nkeep = 0;
+  int64_t donated = 0;
+  for (int i = 0; i < nparams; ++i) {
+    if (!g->donate_to || g->donate_to[i] < 0) continue;
+    int sole = params[i]->refcount == 1;
+    for (int j = 0; sole && j < n; ++j) sole = j == i || bufs[j] != params[i];
+    if (sole) donated++;
+    else keep[nkeep++] = i;
+  }
+  tpj_status_t s = tpj_rt_execute_donating(ex->rt, g->exe, device, bufs, (size_t)n, keep, nkeep,
+                                           g->result_shapes, (size_t)g->nresults, outs,
+                                           "compiled graph");
   free(bufs);
+  free(keep);
   pthread_mutex_lock(&ex->mu);
+  if (!s) ex->m.donated_buffers += donated;
   ex->m.executions++;
   ex->m.graph_runs++;
   pthread_mutex_unlock(&ex->mu);
@@ -405,5 +454,6 @@ void tpj_exec_graph_release(tpj_exec_graph_t* g) {
   free(g->consts);
   free(g->param_shapes);
   free(g->result_shapes);
+  free(g->donate_to);
   free(g);
 }

@@ -845,6 +845,11 @@ tpj_hlo_value_t tpj_hlo_emit_scatter_add_rows(tpj_hlo_builder_t* b, tpj_hlo_valu
 
 tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,
                             tpj_strbuf_t* out) {
+  return tpj_hlo_finish_aliased(b, results, nresults, NULL, out);
+}
+
+tpj_status_t tpj_hlo_finish_aliased(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results,
+                                    int nresults, const int* alias, tpj_strbuf_t* out) {
   for (int i = 0; i < nresults; ++i) tpj_hlo_check_valid(b, &results[i]);
   if (b->status) {
     tpj_status_t s = b->status;
@@ -857,6 +862,10 @@ tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results
     if (i) tpj_strbuf_puts(out, ", ");
     tpj_strbuf_printf(out, "%%arg%d: ", i);
     tpj_hlo_print_value_type(out, &b->args[i]);
+    /* XLA reads this as an input/output alias: the argument's buffer may be
+     * donated to hold that result. */
+    if (alias && alias[i] >= 0 && alias[i] < nresults)
+      tpj_strbuf_printf(out, " {tf.aliasing_output = %d : i32}", alias[i]);
   }
   tpj_strbuf_puts(out, ") -> (");
   for (int i = 0; i < nresults; ++i) {

@@ -153,6 +153,11 @@ tpj_hlo_value_t tpj_hlo_emit_scatter_add_rows(tpj_hlo_builder_t* b, tpj_hlo_valu
  * failure of any emitter, or of the text buffer. */
 tpj_status_t tpj_hlo_finish(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results, int nresults,
                             tpj_strbuf_t* out);
+/* tpj_hlo_finish, with alias[i] (one per argument; -1 for none) naming the
+ * result that argument i's buffer may be donated to. The two must have the
+ * same type; the caller checks. alias may be NULL. */
+tpj_status_t tpj_hlo_finish_aliased(tpj_hlo_builder_t* b, const tpj_hlo_value_t* results,
+                                    int nresults, const int* alias, tpj_strbuf_t* out);
 
 #ifdef __cplusplus
 }

@@ -820,6 +820,15 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
                             tpj_rt_buffer_t* const* args, size_t nargs,
                             const tpj_rt_shape_t* out_shapes, size_t nouts,
                             tpj_rt_buffer_t** outs, const char* op_name) {
+  return tpj_rt_execute_donating(rt, exe, device, args, nargs, NULL, 0, out_shapes, nouts, outs,
+                                 op_name);
+}
+
+tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                                     tpj_rt_buffer_t* const* args, size_t nargs,
+                                     const int64_t* keep, size_t nkeep,
+                                     const tpj_rt_shape_t* out_shapes, size_t nouts,
+                                     tpj_rt_buffer_t** outs, const char* op_name) {
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
   for (size_t i = 0; i < nargs; ++i)
     TPJ_RETURN_IF_ERROR(tpj_rt_check_real(args[i], op_name ? op_name : "execute"));
@@ -843,6 +852,8 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
   PJRT_Event* done[1] = {NULL};
 
   TPJ_ARGS(PJRT_ExecuteOptions, eo);
+  eo.non_donatable_input_indices = keep;
+  eo.num_non_donatable_input_indices = nkeep;
   TPJ_ARGS(PJRT_LoadedExecutable_Execute_Args, a);
   a.executable = exe->exe;
   a.options = &eo;

@@ -133,6 +133,14 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
                             tpj_rt_buffer_t* const* args, size_t nargs,
                             const tpj_rt_shape_t* out_shapes, size_t nouts,
                             tpj_rt_buffer_t** outs, const char* op_name);
+/* tpj_rt_execute for an executable with input/output aliases: every aliased
+ * argument is donated (its buffer becomes the aliased output and must not be
+ * used again except to release it) unless its index is in keep[nkeep]. */
+tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                                     tpj_rt_buffer_t* const* args, size_t nargs,
+                                     const int64_t* keep, size_t nkeep,
+                                     const tpj_rt_shape_t* out_shapes, size_t nouts,
+                                     tpj_rt_buffer_t** outs, const char* op_name);
 /* Waits for everything launched on device (-1: every device). Returns the
  * first asynchronous failure since the last synchronize, naming its op. */
 tpj_status_t tpj_rt_synchronize(tpj_rt_t* rt, int device);

@@ -103,6 +103,63 @@ TPJ_TEST(exec_graph_trace_run_and_cache) {
   tpj_exec_destroy(ex);
 }
 
+/* Donation: a graph computing x + b that overwrites x gives x's buffer to
+ * the result when x is held once (the donated_buffers metric counts it), and
+ * reads it without donating while someone else still holds it. */
+TPJ_TEST(exec_graph_donates_sole_owner_only) {
+  tpj_rt_t* rt = tpj_test_rt();
+  TPJ_EXPECT(rt != NULL);
+  if (!rt) return;
+  tpj_exec_t* ex = NULL;
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  float x[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
+  int64_t n = 4;
+  tpj_rt_buffer_t *bx, *bb;
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, x, &bx));
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, b, &bb));
+  int64_t attrs[2] = {TPJ_F32, 0};
+  tpj_rt_shape_t out = shape1(TPJ_F32, 4);
+  TPJ_EXPECT_OK(tpj_exec_trace_begin(ex));
+  tpj_rt_buffer_t* s = NULL;
+  tpj_exec_arg_t add_args[2] = {{bx, 0, {0}}, {bb, 0, {0}}};
+  TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::add.Tensor", 0, add_args, 2, attrs, 2, &out, 1, &s));
+  tpj_exec_graph_t* g = NULL;
+  int donate_to[1] = {0};
+  TPJ_EXPECT_OK(tpj_exec_trace_end_donating(ex, &bx, 1, &s, 1, donate_to, &g));
+  tpj_rt_buffer_release(s);
+  if (g) {
+    /* shared: bx is also held by `extra`, so it is read, not donated */
+    tpj_rt_buffer_retain(bx);
+    tpj_rt_buffer_t* extra = bx;
+    tpj_rt_buffer_t* r1 = NULL;
+    TPJ_EXPECT_OK(tpj_exec_graph_run(ex, g, 0, &bx, 1, &r1));
+    tpj_exec_metrics_t m;
+    tpj_exec_get_metrics(ex, &m);
+    TPJ_EXPECT(m.donated_buffers == 0);
+    float got[4];
+    TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, extra, got, sizeof(got)));
+    for (int i = 0; i < 4; ++i) TPJ_EXPECT(got[i] == x[i]);
+    tpj_rt_buffer_release(extra);
+    /* sole owner: r1 is held once, so it is donated to r2 */
+    tpj_rt_buffer_t* r2 = NULL;
+    TPJ_EXPECT_OK(tpj_exec_graph_run(ex, g, 0, &r1, 1, &r2));
+    tpj_exec_get_metrics(ex, &m);
+    TPJ_EXPECT(m.donated_buffers == 1);
+    if (r2) TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, r2, got, sizeof(got)));
+    for (int i = 0; i < 4; ++i) TPJ_EXPECT(got[i] == x[i] + 2 * b[i]);
+    /* really donated: PJRT refuses to read r1 now */
+    tpj_status_t st = tpj_rt_buffer_to_host(rt, r1, got, sizeof(got));
+    TPJ_EXPECT(st != NULL);
+    tpj_status_free(st);
+    tpj_rt_buffer_release(r1);
+    tpj_rt_buffer_release(r2);
+    tpj_exec_graph_release(g);
+  }
+  tpj_rt_buffer_release(bx);
+  tpj_rt_buffer_release(bb);
+  tpj_exec_destroy(ex);
+}
+
 static void run_add_once(int* tpj_failed_, tpj_rt_t* rt, tpj_exec_t* ex,
                          tpj_exec_metrics_t* out_m) {
   float a[3] = {1, 2, 3}, b[3] = {4, 5, 6};
