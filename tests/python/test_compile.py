@@ -76,6 +76,40 @@ def test_input_mutation_is_applied():
         torch.testing.assert_close(bt.cpu(), buf)
 
 
+def test_overwritten_input_donates_its_buffer_when_sole_owner():
+    def f(x, buf):
+        buf.mul_(0.5).add_(x)
+        return buf.sum()
+
+    x, buf = torch.randn(64), torch.randn(64)
+    xt, bt = x.to("tpu"), buf.to("tpu")
+    view = bt[::2]  # a view shares the storage (and its box), not a second buffer
+    cf = torch.compile(f, backend="tpu")
+    for step in range(3):
+        out = cf(xt, bt)
+        buf.mul_(0.5).add_(x)
+        torch.testing.assert_close(out.cpu(), buf.sum(), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(bt.cpu(), buf)
+        torch.testing.assert_close(view.cpu(), buf[::2])
+    assert torch_pjrt.metrics()["donated_buffers"] >= 2  # every run after the traced one
+
+
+def test_input_sharing_its_buffer_is_not_donated():
+    def f(buf):
+        buf.add_(1)
+        return buf * 2
+
+    a = torch.randn(16, device="tpu")
+    b = torch.empty(16, device="tpu")
+    b.copy_(a)  # b may now share a's device buffer
+    a_before = a.cpu()
+    cf = torch.compile(f, backend="tpu")
+    for _ in range(3):
+        cf(b)
+    torch.testing.assert_close(a.cpu(), a_before)  # a is untouched and still readable
+    torch.testing.assert_close(b.cpu(), a_before + 3)
+
+
 def test_output_aliasing_an_input_and_views():
     def f(x):
         y = x + 1
