@@ -190,11 +190,16 @@ def set_rng_state_all(new_states) -> None:
 # last storage goes.
 
 
+def _checked_index(device: Any) -> int:
+    idx = _index(device)
+    _C._check_device(idx)
+    return idx
+
+
 def memory_stats_as_nested_dict(device: Any = None) -> dict[str, Any]:
     if not is_initialized():
         return {}
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     return torch._C._accelerator_getDeviceStats(idx)
 
 
@@ -238,16 +243,14 @@ def reset_peak_memory_stats(device: Any = None) -> None:
     """Peaks restart from the current values."""
     if not is_initialized():
         return
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     torch._C._accelerator_resetPeakStats(idx)
 
 
 def reset_accumulated_memory_stats(device: Any = None) -> None:
     if not is_initialized():
         return
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     torch._C._accelerator_resetAccumulatedStats(idx)
 
 
@@ -257,8 +260,7 @@ def reset_max_memory_allocated(device: Any = None) -> None:
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:
     """(free, total) bytes of device memory; for the CPU plugin, of host memory."""
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     return tuple(torch._C._accelerator_getMemoryInfo(idx))
 
 
@@ -289,8 +291,7 @@ class _TpuDeviceProperties:
 
 
 def get_device_properties(device: Any = None) -> _TpuDeviceProperties:
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     return _TpuDeviceProperties(idx)
 
 
@@ -298,8 +299,7 @@ def get_device_capability(device: Any = None) -> tuple[int, int]:
     """(major, minor): the plugin's "compute_capability" device attribute where
     it has one (GPUs), else (0, 0). The dtypes the device takes are in
     torch.accelerator.get_device_capability()."""
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     m = re.search(r"compute_capability\D*(\d+)\.(\d+)", _C._info()["devices"][idx]["description"])
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
@@ -345,20 +345,20 @@ class Stream(torch.Stream):
         return f"<torch.tpu.Stream device=tpu:{self.device_index} stream_id={self.stream_id}>"
 
 
-class Event(torch.Event):
-    """A tpu event (torch.Event subclass), like torch.cuda.Event."""
+class _EventMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "tpu"
+
+
+class Event(metaclass=_EventMeta):
+    """A tpu event, like torch.cuda.Event: Event(enable_timing=True) is a
+    torch.Event on the current tpu device. (Not a subclass instance:
+    torch.Event.elapsed_time only accepts torch.Event itself.)"""
 
     def __new__(cls, enable_timing: bool = False, blocking: bool = False,
                 interprocess: bool = False):
-        return super().__new__(cls, device=torch.device("tpu", _index(None)),
-                               enable_timing=enable_timing, blocking=blocking,
-                               interprocess=interprocess)
-
-    def record(self, stream=None) -> None:
-        super().record(current_stream() if stream is None else stream)
-
-    def wait(self, stream=None) -> None:
-        super().wait(current_stream() if stream is None else stream)
+        return torch.Event(device=torch.device("tpu", _index(None)), enable_timing=enable_timing,
+                           blocking=blocking, interprocess=interprocess)
 
 
 def _wrap(s: torch.Stream) -> Stream:
@@ -366,14 +366,12 @@ def _wrap(s: torch.Stream) -> Stream:
 
 
 def current_stream(device: Any = None) -> Stream:
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     return _wrap(torch._C._accelerator_getStream(idx))
 
 
 def default_stream(device: Any = None) -> Stream:
-    idx = _index(device)
-    _C._check_device(idx)
+    idx = _checked_index(device)
     cur = torch._C._accelerator_getStream(idx)
     return Stream(stream_id=0, device_index=idx, device_type=cur.device_type)
 

@@ -38,3 +38,16 @@ def test_profile_use_device_tpu(no_leaks):
     with torch.autograd.profiler.profile(use_device="tpu") as prof:
         _work()
     assert "aten::mm" in {e.key for e in prof.key_averages()}
+
+
+def test_legacy_profiler_reports_device_time(no_leaks):
+    # Without Kineto the profiler times each op on the device through the
+    # PrivateUse1 stubs (csrc/profiler.cpp): tpu events around every op.
+    _work()
+    with torch.autograd.profiler.profile(use_device="tpu", use_kineto=False) as prof:
+        _work()
+    avg = {e.key: e for e in prof.key_averages()}
+    for op in ("aten::mm", "aten::relu", "aten::add"):
+        assert op in avg, (op, sorted(avg))
+        assert avg[op].device_time_total > 0, op
+    assert "TPU total" in prof.key_averages().table(row_limit=5)

@@ -87,6 +87,7 @@ def test_event_timing(no_leaks):
         assert end.query() and start.query()
         ms = start.elapsed_time(end)
         assert isinstance(ms, float) and ms >= 0.0
+        assert isinstance(end, torch.tpu.Event) and isinstance(end, torch.Event)
         assert end.elapsed_time(start) == pytest.approx(-ms)
         assert y.shape == (384, 384)
 
@@ -98,7 +99,7 @@ def test_event_errors(no_leaks):
     assert untimed.query()  # never recorded: nothing to wait for, as on CUDA
     untimed.synchronize()
     timed.record()
-    with pytest.raises(RuntimeError, match="Both events must be recorded"):
+    with pytest.raises(ValueError, match="Both events must be recorded"):
         timed.elapsed_time(timed2)
     untimed.record()
     with pytest.raises(ValueError, match="enable_timing=True"):
