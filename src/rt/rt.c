@@ -33,6 +33,14 @@ typedef struct {
   char op[64];
 } tpj_rt_pending_t;
 
+/* One launch seen while the profiler records (tpj_rt_trace_start). */
+struct tpj_rt_trace_entry {
+  tpj_rt_trace_record_t rec;
+  tpj_rt_done_t* done;     /* owned reference */
+};
+
+static void tpj_rt_done_release(tpj_rt_done_t* d);
+
 struct tpj_rt {
   const PJRT_Api* api;
   PJRT_Client* client;
@@ -50,6 +58,9 @@ struct tpj_rt {
   size_t npending, cap_pending;
   tpj_status_t deferred;       /* first async failure seen while pruning */
   int track_done;              /* set once marks are used: launches get done times */
+  int tracing;                 /* the profiler is recording launches (trace below) */
+  struct tpj_rt_trace_entry* trace;
+  size_t ntrace, cap_trace;
 };
 
 struct tpj_rt_exe {
@@ -392,6 +403,8 @@ void tpj_rt_close(tpj_rt_t* rt) {
   }
   tpj_status_free(rt->deferred);
   free(rt->pending);
+  for (size_t i = 0; i < rt->ntrace; ++i) tpj_rt_done_release(rt->trace[i].done);
+  free(rt->trace);
   free(rt->plugin_path);
   free(rt->platform_name);
   free(rt->platform_version);
@@ -862,8 +875,33 @@ static void tpj_rt_prune_locked(tpj_rt_t* rt) {
   rt->npending = keep;
 }
 
+static _Thread_local int64_t t_trace_tag;
+
+/* Notes launch p for the profiler. Called with rt->mu held. */
+static void tpj_rt_trace_locked(tpj_rt_t* rt, tpj_rt_pending_t* p, int64_t t_launch) {
+  if (rt->ntrace == rt->cap_trace) {
+    size_t cap = rt->cap_trace ? rt->cap_trace * 2 : 256;
+    struct tpj_rt_trace_entry* t = (struct tpj_rt_trace_entry*)realloc(
+        rt->trace, cap * sizeof(*t));
+    if (!t) return;  /* the trace misses a launch; the launch itself is fine */
+    rt->trace = t;
+    rt->cap_trace = cap;
+  }
+  tpj_rt_done_t* d = tpj_rt_done_of_locked(rt, p);
+  if (!d) return;
+  __atomic_add_fetch(&d->refcount, 1, __ATOMIC_RELAXED);
+  struct tpj_rt_trace_entry* e = &rt->trace[rt->ntrace++];
+  memset(e, 0, sizeof(*e));
+  snprintf(e->rec.op, sizeof(e->rec.op), "%s", p->op);
+  e->rec.device = p->device;
+  e->rec.stream = p->stream;
+  e->rec.tag = t_trace_tag;
+  e->rec.t_launch_ns = t_launch;
+  e->done = d;
+}
+
 static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
-                                    const char* op) {
+                                    const char* op, int64_t t_launch) {
   pthread_mutex_lock(&rt->mu);
   if (rt->npending >= 64) tpj_rt_prune_locked(rt);
   if (rt->npending == rt->cap_pending) {
@@ -884,6 +922,7 @@ static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, in
   p->done = NULL;
   snprintf(p->op, sizeof(p->op), "%s", op ? op : "op");
   if (rt->track_done) tpj_rt_done_of_locked(rt, p);
+  if (rt->tracing) tpj_rt_trace_locked(rt, p, t_launch);
   pthread_mutex_unlock(&rt->mu);
   return NULL;
 }
@@ -914,6 +953,7 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
   PJRT_Buffer** out_lists[1] = {outv};
   PJRT_Event* done[1] = {NULL};
 
+  int64_t t_launch = rt->tracing ? tpj_rt_now_ns() : 0;
   TPJ_ARGS(PJRT_ExecuteOptions, eo);
   TPJ_ARGS(PJRT_LoadedExecutable_Execute_Args, a);
   a.executable = exe->exe;
@@ -945,7 +985,8 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
       tpj_status_t w = tpj_rt_event_await(api, done[0], op_name);
       if (!s) s = w; else tpj_status_free(w);
     } else if (done[0]) {
-      tpj_status_t w = tpj_rt_remember(rt, done[0], device, t_stream[device], op_name);
+      tpj_status_t w = tpj_rt_remember(rt, done[0], device, t_stream[device], op_name,
+                                       t_launch);
       if (!s) s = w; else tpj_status_free(w);
     }
   }
@@ -1119,3 +1160,45 @@ int64_t tpj_rt_mark_time_ns(const tpj_rt_mark_t* m) {
 }
 
 int tpj_rt_mark_device(const tpj_rt_mark_t* m) { return m->device; }
+
+/* ---- profiler trace -------------------------------------------------- */
+
+void tpj_rt_set_trace_tag(int64_t tag) { t_trace_tag = tag; }
+int64_t tpj_rt_trace_tag(void) { return t_trace_tag; }
+
+int64_t tpj_rt_clock_ns(void) { return tpj_rt_now_ns(); }
+
+void tpj_rt_trace_start(tpj_rt_t* rt) {
+  pthread_mutex_lock(&rt->mu);
+  rt->tracing = 1;
+  pthread_mutex_unlock(&rt->mu);
+}
+
+tpj_status_t tpj_rt_trace_stop(tpj_rt_t* rt, tpj_rt_trace_record_t** out_records,
+                               size_t* out_n) {
+  *out_records = NULL;
+  *out_n = 0;
+  /* Every traced launch gets its done time; a failure stays for the next
+   * synchronize (the profiler is not the place to raise it). */
+  tpj_status_t s = tpj_rt_synchronize(rt, -1);
+  pthread_mutex_lock(&rt->mu);
+  if (s && !rt->deferred) rt->deferred = s;
+  else tpj_status_free(s);
+  rt->tracing = 0;
+  size_t n = rt->ntrace;
+  tpj_rt_trace_record_t* recs =
+      n ? (tpj_rt_trace_record_t*)malloc(n * sizeof(tpj_rt_trace_record_t)) : NULL;
+  for (size_t i = 0; i < n; ++i) {
+    if (recs) {
+      recs[i] = rt->trace[i].rec;
+      recs[i].t_done_ns = tpj_rt_done_time(rt->trace[i].done);
+    }
+    tpj_rt_done_release(rt->trace[i].done);
+  }
+  rt->ntrace = 0;
+  pthread_mutex_unlock(&rt->mu);
+  if (n && !recs) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  *out_records = recs;
+  *out_n = n;
+  return NULL;
+}

@@ -53,6 +53,28 @@ int64_t tpj_rt_mark_time_ns(const tpj_rt_mark_t* m);
 int tpj_rt_mark_device(const tpj_rt_mark_t* m);
 
 
+/* ---- profiler trace ---------------------------------------------------- */
+/* Launches recorded between tpj_rt_trace_start and tpj_rt_trace_stop, with
+ * when they were launched and finished (CLOCK_MONOTONIC ns, tpj_rt_clock_ns)
+ * and the calling thread's tag at launch (the profiler's correlation id). */
+typedef struct {
+  char op[64];
+  int device;
+  int64_t stream;
+  int64_t tag;
+  int64_t t_launch_ns;
+  int64_t t_done_ns;
+} tpj_rt_trace_record_t;
+
+void tpj_rt_set_trace_tag(int64_t tag);
+int64_t tpj_rt_trace_tag(void);
+int64_t tpj_rt_clock_ns(void);
+void tpj_rt_trace_start(tpj_rt_t* rt);
+/* Stops recording and waits for the recorded launches; *out_records is
+ * malloc'd (the caller frees it), NULL when none. */
+tpj_status_t tpj_rt_trace_stop(tpj_rt_t* rt, tpj_rt_trace_record_t** out_records,
+                               size_t* out_n);
+
 /* Total bytes of storage boxes ever created and destroyed on device. */
 void tpj_box_byte_totals(int device, int64_t* out_allocated, int64_t* out_freed);
 
