@@ -8,6 +8,8 @@
 // work; elapsed_time() is the difference of the marks' done times.
 #include "stream.h"
 
+#include <torch/library.h>
+
 #include <atomic>
 
 #include "common.h"
@@ -123,5 +125,21 @@ double event_elapsed_ms(void* start, void* end) {
   event_synchronize(b);
   return static_cast<double>(tpj_rt_mark_time_ns(b->mark) - tpj_rt_mark_time_ns(a->mark)) / 1e6;
 }
+
+namespace {
+
+// tensor.record_stream(s): a caching allocator must not hand the memory to
+// another stream while s may still use it. Here a storage's buffer lives
+// until its last reference goes, and PJRT holds every buffer a pending launch
+// reads, so there is nothing to record; only the stream is checked.
+void record_stream(at::Tensor& self, c10::Stream s) {
+  TORCH_CHECK(s.device_type() == kType, "record_stream: expected a tpu stream, got ", s);
+  TORCH_CHECK(self.device() == s.device(), "record_stream: the tensor is on ", self.device(),
+              " but the stream is on ", s.device());
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("record_stream", &record_stream); }
 
 }  // namespace torch_pjrt

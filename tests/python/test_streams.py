@@ -5,6 +5,8 @@ synchronize() and query() cover, and an event marks its stream's work."""
 import pytest
 import torch
 
+import torch_pjrt
+
 
 def _heavy(device="tpu"):
     a = torch.randn(384, 384, device=device)
@@ -134,3 +136,17 @@ def test_event_record_on_other_devices_stream_raises(no_leaks):
     ev.record(torch.tpu.Stream(0))
     with pytest.raises(RuntimeError, match="Event device"):
         ev.record(torch.tpu.Stream(1))
+
+
+def test_record_stream_is_native(no_leaks):
+    torch_pjrt.reset_fallbacks()
+    s = torch.tpu.Stream()
+    with torch.tpu.stream(s):
+        x = torch.ones(4, device="tpu") * 3
+    x.record_stream(s)
+    x.record_stream(torch.tpu.current_stream())
+    assert torch_pjrt.fallbacks() == {}
+    with pytest.raises(RuntimeError, match="the tensor is on tpu:0 but the stream is on tpu:1"):
+        x.record_stream(torch.tpu.Stream(1))
+    del x
+    s.synchronize()
