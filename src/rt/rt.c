@@ -953,7 +953,7 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
   PJRT_Buffer** out_lists[1] = {outv};
   PJRT_Event* done[1] = {NULL};
 
-  int64_t t_launch = rt->tracing ? tpj_rt_now_ns() : 0;
+  int64_t t_launch = __atomic_load_n(&rt->tracing, __ATOMIC_RELAXED) ? tpj_rt_now_ns() : 0;
   TPJ_ARGS(PJRT_ExecuteOptions, eo);
   TPJ_ARGS(PJRT_LoadedExecutable_Execute_Args, a);
   a.executable = exe->exe;
