@@ -57,7 +57,7 @@ struct tpj_rt {
   tpj_rt_pending_t* pending;
   size_t npending, cap_pending;
   tpj_status_t deferred;       /* first async failure seen while pruning */
-  int track_done;              /* set once marks are used: launches get done times */
+  int track_done;              /* marks are alive: launches get done times (callbacks) */
   int tracing;                 /* the profiler is recording launches (trace below) */
   struct tpj_rt_trace_entry* trace;
   size_t ntrace, cap_trace;
@@ -1059,6 +1059,7 @@ int tpj_rt_stream_query(tpj_rt_t* rt, int device, int64_t stream) {
 }
 
 struct tpj_rt_mark {
+  tpj_rt_t* rt;
   int device;
   int64_t stream;
   int64_t t_record_ns;
@@ -1072,10 +1073,11 @@ tpj_status_t tpj_rt_mark_record(tpj_rt_t* rt, int device, int64_t stream,
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
   tpj_rt_mark_t* m = (tpj_rt_mark_t*)calloc(1, sizeof(*m));
   if (!m) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  m->rt = rt;
   m->device = device;
   m->stream = stream;
   pthread_mutex_lock(&rt->mu);
-  rt->track_done = 1;
+  rt->track_done += 1;  /* a count of live marks */
   size_t want = 0;
   for (size_t i = 0; i < rt->npending; ++i)
     if (rt->pending[i].device == device && rt->pending[i].stream == stream) ++want;
@@ -1091,6 +1093,9 @@ tpj_status_t tpj_rt_mark_record(tpj_rt_t* rt, int device, int64_t stream,
   }
   pthread_mutex_unlock(&rt->mu);
   if (want && !m->done) {
+    pthread_mutex_lock(&rt->mu);
+    rt->track_done -= 1;
+    pthread_mutex_unlock(&rt->mu);
     free(m);
     return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   }
@@ -1101,6 +1106,10 @@ tpj_status_t tpj_rt_mark_record(tpj_rt_t* rt, int device, int64_t stream,
 
 void tpj_rt_mark_release(tpj_rt_mark_t* m) {
   if (!m) return;
+  /* Launches stop paying for done times once no mark is left to ask. */
+  pthread_mutex_lock(&m->rt->mu);
+  m->rt->track_done -= 1;
+  pthread_mutex_unlock(&m->rt->mu);
   for (size_t i = 0; i < m->n; ++i) tpj_rt_done_release(m->done[i]);
   free(m->done);
   free(m);

@@ -35,7 +35,8 @@ tpj_status_t tpj_rt_stream_synchronize(tpj_rt_t* rt, int device, int64_t stream)
 int tpj_rt_stream_query(tpj_rt_t* rt, int device, int64_t stream);
 
 /* A mark: the work launched on (device, stream) up to the moment it was
- * recorded. Owned by the caller (tpj_rt_mark_release). */
+ * recorded. Owned by the caller (tpj_rt_mark_release, before rt is closed).
+ * While any mark lives, launches register completion callbacks for it. */
 typedef struct tpj_rt_mark tpj_rt_mark_t;
 tpj_status_t tpj_rt_mark_record(tpj_rt_t* rt, int device, int64_t stream,
                                 tpj_rt_mark_t** out_mark);
