@@ -414,3 +414,10 @@ class StreamContext:
 
 def stream(stream: torch.Stream | None) -> StreamContext:
     return StreamContext(stream)
+
+
+# ---- mixed precision and fork safety (python/torch_pjrt/_amp.py, _fork.py) ----
+from ._amp import get_amp_supported_dtype, is_bf16_supported  # noqa: E402
+from ._fork import _is_in_bad_fork, _lazy_init  # noqa: E402,F401,F811
+
+__all__ += ["get_amp_supported_dtype", "is_bf16_supported"]
