@@ -4,9 +4,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 
 #include "common.h"
+
+extern "C" {
+#include "rt/track.h"
+}
 
 namespace torch_pjrt {
 
@@ -28,6 +35,7 @@ struct TpuAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t nbytes) override {
     int device = current_device();
     check_device_index(device);
+    if (nbytes >= kCheckFreeAbove) check_fits(device, nbytes);
     tpj_box_t* box = tpj_box_create(nbytes, device);
     TORCH_CHECK_WITH(OutOfMemoryError, box, "out of host memory allocating a tpu storage");
     return {box, box, &delete_box, c10::Device(c10::DeviceType::PrivateUse1, device)};
@@ -60,34 +68,123 @@ struct TpuAllocator final : c10::DeviceAllocator {
   void emptyCache(c10::MempoolId_t) override {}
   void recordStream(const c10::DataPtr&, c10::Stream) override {}
 
+  // allocated/active/requested: the bytes of live storages (boxes), as a
+  // caching allocator counts its blocks. reserved: what the device holds,
+  // PJRT_Device_MemoryStats where the plugin has it, else the bytes of live
+  // buffers (at least the allocated bytes: an unwritten storage holds none).
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     tpj_box_stats_t st;
     tpj_box_get_stats(device, &st);
+    int64_t res = 0, res_peak = 0;
+    device_bytes(device, &res, &res_peak);
+    res = std::max(res, st.allocated);
+    res_peak = std::max({res_peak, st.peak, res});
     c10::CachingDeviceAllocator::DeviceStats out;
-    auto bytes = to_stat(st.allocated, st.peak, 0, 0);
+    int64_t total_alloc = 0, total_freed = 0;
+    tpj_box_byte_totals(device, &total_alloc, &total_freed);
+    auto bytes = to_stat(st.allocated, st.peak, total_alloc, total_freed);
     auto counts = to_stat(st.num_allocs - st.num_frees, 0, st.num_allocs, st.num_frees);
-    for (auto* arr : {&out.allocated_bytes, &out.active_bytes, &out.reserved_bytes,
-                      &out.requested_bytes})
-      for (auto& s : *arr) s = bytes;
-    for (auto* arr : {&out.allocation, &out.active, &out.segment})
-      for (auto& s : *arr) s = counts;
+    auto reserved = to_stat(res, res_peak, 0, 0);
+    auto zero = to_stat(0, 0, 0, 0);
+    using c10::CachingDeviceAllocator::StatType;
+    for (size_t i = 0; i < out.allocated_bytes.size(); ++i) {
+      // One pool: everything is counted under "all" and "large_pool".
+      bool counted = i != static_cast<size_t>(StatType::SMALL_POOL);
+      for (auto* arr : {&out.allocated_bytes, &out.active_bytes, &out.requested_bytes})
+        (*arr)[i] = counted ? bytes : zero;
+      for (auto* arr : {&out.allocation, &out.active, &out.segment})
+        (*arr)[i] = counted ? counts : zero;
+      out.reserved_bytes[i] = counted ? reserved : zero;
+      out.inactive_split[i] = zero;
+      out.inactive_split_bytes[i] = zero;
+    }
+    out.num_ooms = tpj_rt_oom_count() + ooms_.load();
+    out.num_device_alloc = st.num_allocs;
+    out.num_device_free = st.num_frees;
     return out;
   }
 
   void resetAccumulatedStats(c10::DeviceIndex) override {}
-  void resetPeakStats(c10::DeviceIndex device) override { tpj_box_reset_peak(device); }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    tpj_box_reset_peak(device);
+    tpj_rt_reset_peak_buffer_bytes(device);
+  }
 
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    check_device_index(device);
     int64_t in_use = -1, peak = -1, limit = -1;
     tpj_status_t s = tpj_rt_device_memory_stats(rt(), device, &in_use, &peak, &limit);
     tpj_status_free(s);
-    if (s || limit <= 0) {
-      // The CPU plugin reports no limit: the device memory is host memory.
-      long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
-      long page = sysconf(_SC_PAGE_SIZE);
-      return {static_cast<size_t>(avail) * page, static_cast<size_t>(pages) * page};
-    }
+    if (s || limit <= 0) return host_memory();  // the CPU plugin: device memory is host memory
     return {static_cast<size_t>(limit - (in_use > 0 ? in_use : 0)), static_cast<size_t>(limit)};
+  }
+
+ private:
+  // Below this a storage is not compared with the free memory (reading it
+  // costs a system call); the device still refuses what it cannot hold.
+  static constexpr size_t kCheckFreeAbove = size_t{1} << 30;
+  std::atomic<int64_t> ooms_{0};
+
+  // (current, peak) bytes the device holds: from PJRT where it says.
+  static void device_bytes(c10::DeviceIndex device, int64_t* cur, int64_t* peak) {
+    tpj_rt_buffer_bytes(device, cur, peak);
+    if (!is_initialized()) return;
+    int64_t in_use = -1, p = -1;
+    tpj_status_t s = tpj_rt_device_memory_stats(rt(), device, &in_use, &p, nullptr);
+    tpj_status_free(s);
+    if (!s && in_use >= 0) {
+      *cur = in_use;
+      if (p >= 0) *peak = p;
+    }
+  }
+
+  // (available, total) host memory: MemAvailable counts reclaimable page
+  // cache, which is what a new allocation can use.
+  static std::pair<size_t, size_t> host_memory() {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    size_t total = static_cast<size_t>(pages) * page;
+    size_t avail = static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
+    if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+      char line[256];
+      unsigned long long kb = 0;
+      while (std::fgets(line, sizeof(line), f))
+        if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+          avail = static_cast<size_t>(kb) * 1024;
+          break;
+        }
+      std::fclose(f);
+    }
+    return {avail, total};
+  }
+
+  // Raises torch.OutOfMemoryError, worded like CUDA's, for a storage larger
+  // than the device's free memory (the CPU plugin would otherwise be killed
+  // by the kernel instead of failing).
+  void check_fits(int device, size_t nbytes) {
+    auto [free, total] = getMemoryInfo(static_cast<c10::DeviceIndex>(device));
+    if (nbytes <= free) return;
+    ooms_++;
+    tpj_box_stats_t st;
+    tpj_box_get_stats(device, &st);
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory. Tried to allocate ",
+                     format_bytes(nbytes), ". tpu ", device, " has a total capacity of ",
+                     format_bytes(total), " of which ", format_bytes(free),
+                     " is free. Of the allocated memory ", format_bytes(st.allocated),
+                     " is allocated by PyTorch. (requested ", nbytes, " bytes, available ",
+                     free, " bytes)");
+  }
+
+  static std::string format_bytes(size_t n) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = static_cast<double>(n);
+    int u = 0;
+    while (v >= 1024 && u < 6) {
+      v /= 1024;
+      ++u;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    return buf;
   }
 };
 

@@ -1,10 +1,11 @@
 // The device guard and the PrivateUse1 hooks: what torch.accelerator and the
-// dispatcher's device handling call. One default stream per device for now.
+// dispatcher's device handling call. Streams and events: stream.cpp.
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "common.h"
 #include "generator.h"
+#include "stream.h"
 
 namespace torch_pjrt {
 namespace {
@@ -25,14 +26,42 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0 && d.index() < device_count_noexcept()) set_current_device(d.index());
   }
-  c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
+  c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
   c10::Stream getDefaultStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::DEFAULT, d);
   }
-  c10::Stream exchangeStream(c10::Stream s) const override {
-    return c10::Stream(c10::Stream::DEFAULT, s.device());
+  c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
+    return new_stream(d.index());
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {
+    return new_stream(d.index());
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override { return exchange_stream(s); }
+  bool queryStream(const c10::Stream& s) const override { return query_stream(s); }
+  void synchronizeStream(const c10::Stream& s) const override { synchronize_stream(s); }
+  void record(void** event, const c10::Stream& s, const c10::DeviceIndex device,
+              const c10::EventFlag flag) const override {
+    event_record(event, s, device, flag);
+  }
+  void block(void* event, const c10::Stream& s) const override { event_block(event, s); }
+  bool queryEvent(void* event) const override { return event_query(event); }
+  void synchronizeEvent(void* event) const override { event_synchronize(event); }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    event_destroy(event);
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    return event_elapsed_ms(start, end);
+  }
+  c10::DeviceCapability getDeviceCapability(c10::Device) const override {
+    // The dtypes a PJRT buffer can hold (TPU plugins lack f64: ops refuse it
+    // there with their own message).
+    c10::DeviceCapability cap;
+    cap.capability_data.capability_bits = 0;
+    auto& t = cap.capability_data.supported_scalar_types;
+    t.has_Bool = t.has_Byte = t.has_Char = t.has_Short = t.has_Int = t.has_Long = 1;
+    t.has_Half = t.has_BFloat16 = t.has_Float = t.has_Double = 1;
+    t.has_ComplexFloat = t.has_ComplexDouble = 1;
+    return cap;
   }
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(device_count_noexcept());

@@ -1,5 +1,6 @@
 // The process-wide runtime: the PJRT plugin is opened lazily on first use, so
 // `import torch` (which autoloads torch_pjrt) stays cheap.
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
@@ -73,8 +74,20 @@ void set_cache_dir(const std::string& dir) {
   tpj_status_code_t code = tpj_status_code(s);
   tpj_status_free(s);
   switch (code) {
-    case TPJ_OUT_OF_MEMORY:
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory: ", msg);
+    case TPJ_OUT_OF_MEMORY: {
+      // What is left on the device, as CUDA's message says (PJRT's own
+      // message usually names the requested size).
+      std::string avail;
+      try {
+        int d = current_device();
+        auto info = static_cast<c10::DeviceAllocator*>(allocator())->getMemoryInfo(
+            static_cast<c10::DeviceIndex>(d));
+        avail = " (tpu " + std::to_string(d) + ": " + std::to_string(info.first) +
+                " bytes free of " + std::to_string(info.second) + ")";
+      } catch (const std::exception&) {
+      }
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory: ", msg, avail);
+    }
     case TPJ_UNIMPLEMENTED:
       TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
     case TPJ_OUT_OF_RANGE:

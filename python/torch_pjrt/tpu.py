@@ -1,6 +1,8 @@
 """torch.tpu: the device module, named after torch.cuda's functions."""
 from __future__ import annotations
 
+import collections
+import re
 from typing import Any
 
 import torch
@@ -12,6 +14,12 @@ __all__ = [
     "set_device", "device", "synchronize", "get_device_name", "manual_seed",
     "manual_seed_all", "initial_seed", "seed", "seed_all", "get_rng_state", "set_rng_state",
     "get_rng_state_all", "set_rng_state_all",
+    # memory, properties, streams and events (below)
+    "memory_stats", "memory_stats_as_nested_dict", "memory_allocated", "max_memory_allocated",
+    "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
+    "reset_accumulated_memory_stats", "reset_max_memory_allocated", "mem_get_info",
+    "empty_cache", "get_device_properties", "get_device_capability", "device_of", "Stream",
+    "Event", "StreamContext", "stream", "current_stream", "default_stream", "set_stream",
 ]
 
 
@@ -171,6 +179,241 @@ def get_rng_state_all() -> list[torch.Tensor]:
 def set_rng_state_all(new_states) -> None:
     for i, state in enumerate(new_states):
         set_rng_state(state, i)
+
+
+# ---- memory -------------------------------------------------------------------
+# The numbers come from the tpu allocator (csrc/allocator.cpp) through the
+# same c10 DeviceAllocator calls torch.accelerator uses: allocated/active
+# bytes are the bytes of live tpu storages; reserved bytes are what the device
+# holds (PJRT_Device_MemoryStats where the plugin has it, else the bytes of
+# live device buffers). There is no cache to empty: a buffer is freed when its
+# last storage goes.
+
+
+def _checked_index(device: Any) -> int:
+    idx = _index(device)
+    _C._check_device(idx)
+    return idx
+
+
+def memory_stats_as_nested_dict(device: Any = None) -> dict[str, Any]:
+    if not is_initialized():
+        return {}
+    idx = _checked_index(device)
+    return torch._C._accelerator_getDeviceStats(idx)
+
+
+def memory_stats(device: Any = None) -> dict[str, Any]:
+    """torch.cuda.memory_stats's flat dictionary ("allocated_bytes.all.current",
+    "reserved_bytes.all.peak", "num_ooms", ...), sorted by key; empty before the
+    plugin is opened."""
+    result = []
+
+    def add(prefix: str, obj: Any) -> None:
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                add(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            result.append((prefix, obj))
+
+    add("", memory_stats_as_nested_dict(device))
+    result.sort()
+    return collections.OrderedDict(result)
+
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes of the live tpu storages on the device."""
+    return memory_stats(device).get("allocated_bytes.all.current", 0)
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return memory_stats(device).get("allocated_bytes.all.peak", 0)
+
+
+def memory_reserved(device: Any = None) -> int:
+    """Bytes the device holds (at least memory_allocated())."""
+    return memory_stats(device).get("reserved_bytes.all.current", 0)
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return memory_stats(device).get("reserved_bytes.all.peak", 0)
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    """Peaks restart from the current values."""
+    if not is_initialized():
+        return
+    idx = _checked_index(device)
+    torch._C._accelerator_resetPeakStats(idx)
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    if not is_initialized():
+        return
+    idx = _checked_index(device)
+    torch._C._accelerator_resetAccumulatedStats(idx)
+
+
+def reset_max_memory_allocated(device: Any = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes of device memory; for the CPU plugin, of host memory."""
+    idx = _checked_index(device)
+    return tuple(torch._C._accelerator_getMemoryInfo(idx))
+
+
+def empty_cache() -> None:
+    """Nothing to release: device buffers are freed with their last storage."""
+
+
+# ---- device properties ----------------------------------------------------------
+
+
+class _TpuDeviceProperties:
+    """What torch.cuda.get_device_properties() gives, where PJRT says it."""
+
+    def __init__(self, index: int):
+        info = _C._info()
+        dev = info["devices"][index]
+        self.name: str = dev["kind"]
+        self.type: str = "tpu"
+        self.platform: str = info["platform"]
+        self.index: int = index
+        self.description: str = dev["description"]
+        self.total_memory: int = mem_get_info(index)[1]
+        self.major, self.minor = get_device_capability(index)
+
+    def __repr__(self) -> str:
+        return (f"_TpuDeviceProperties(name='{self.name}', platform='{self.platform}', "
+                f"total_memory={self.total_memory // (1024 * 1024)}MB)")
+
+
+def get_device_properties(device: Any = None) -> _TpuDeviceProperties:
+    idx = _checked_index(device)
+    return _TpuDeviceProperties(idx)
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    """(major, minor): the plugin's "compute_capability" device attribute where
+    it has one (GPUs), else (0, 0). The dtypes the device takes are in
+    torch.accelerator.get_device_capability()."""
+    idx = _checked_index(device)
+    m = re.search(r"compute_capability\D*(\d+)\.(\d+)", _C._info()["devices"][idx]["description"])
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def device_of(obj: Any) -> device:
+    """Context manager that makes obj's device current when obj is a tpu tensor
+    (a no-op otherwise), like torch.cuda.device_of."""
+    if isinstance(obj, torch.Tensor) and obj.device.type == "tpu":
+        return device(obj.device.index)
+    return device(None)
+
+
+# ---- streams and events -----------------------------------------------------------
+# A stream tags the work launched while it is current; PJRT orders a device's
+# work by data dependency, so results never depend on streams: synchronize()
+# and query() wait for / poll the work of one stream, and an Event marks the
+# work of its stream up to record() (csrc/stream.cpp).
+
+
+class Stream(torch.Stream):
+    """A tpu stream (torch.Stream subclass), like torch.cuda.Stream."""
+
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
+        if kwargs:  # stream_id / device_index / device_type: wraps an existing stream
+            return super().__new__(cls, **kwargs)
+        idx = _index(device)
+        _C._check_device(idx)
+        return super().__new__(cls, device=torch.device("tpu", idx), priority=priority)
+
+    def wait_event(self, event) -> None:
+        event.wait(self)
+
+    def wait_stream(self, stream) -> None:
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    def __repr__(self) -> str:
+        return f"<torch.tpu.Stream device=tpu:{self.device_index} stream_id={self.stream_id}>"
+
+
+class _EventMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "tpu"
+
+
+class Event(metaclass=_EventMeta):
+    """A tpu event, like torch.cuda.Event: Event(enable_timing=True) is a
+    torch.Event on the current tpu device. (Not a subclass instance:
+    torch.Event.elapsed_time only accepts torch.Event itself.)"""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False,
+                interprocess: bool = False):
+        return torch.Event(device=torch.device("tpu", _index(None)), enable_timing=enable_timing,
+                           blocking=blocking, interprocess=interprocess)
+
+
+def _wrap(s: torch.Stream) -> Stream:
+    return Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
+
+
+def current_stream(device: Any = None) -> Stream:
+    idx = _checked_index(device)
+    return _wrap(torch._C._accelerator_getStream(idx))
+
+
+def default_stream(device: Any = None) -> Stream:
+    idx = _checked_index(device)
+    cur = torch._C._accelerator_getStream(idx)
+    return Stream(stream_id=0, device_index=idx, device_type=cur.device_type)
+
+
+def set_stream(stream: torch.Stream) -> None:
+    """Makes stream current on its device (for this thread)."""
+    if stream is None:
+        return
+    torch._C._accelerator_setStream(stream)
+
+
+class StreamContext:
+    """Selects a stream (and its device) for the body, like torch.cuda.StreamContext."""
+
+    def __init__(self, stream: torch.Stream | None):
+        self.stream = stream
+        self.prev_device = -1
+        self.prev_stream: Stream | None = None
+        self.prev_on_stream_device: Stream | None = None
+
+    def __enter__(self):
+        if self.stream is None:
+            return self.stream
+        self.prev_device = current_device()
+        self.prev_stream = current_stream(self.prev_device)
+        if self.stream.device_index != self.prev_device:
+            self.prev_on_stream_device = current_stream(self.stream.device_index)
+        set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is None:
+            return False
+        if self.prev_on_stream_device is not None:
+            set_stream(self.prev_on_stream_device)
+        set_stream(self.prev_stream)
+        _C._set_device(self.prev_device)
+        return False
+
+
+def stream(stream: torch.Stream | None) -> StreamContext:
+    return StreamContext(stream)
 
 
 # ---- mixed precision and fork safety (python/torch_pjrt/_amp.py, _fork.py) ----

@@ -1,4 +1,5 @@
 #include "rt/box.h"
+#include "rt/track.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 static pthread_mutex_t g_box_mu = PTHREAD_MUTEX_INITIALIZER;
 static tpj_box_stats_t g_stats[TPJ_BOX_MAX_DEVICES];
+static int64_t g_totals[TPJ_BOX_MAX_DEVICES][2];  /* bytes created, bytes destroyed */
 
 static tpj_box_stats_t* tpj_box_slot(int device) {
   if (device < 0 || device >= TPJ_BOX_MAX_DEVICES) return NULL;
@@ -24,6 +26,7 @@ tpj_box_t* tpj_box_create(size_t nbytes, int device) {
   if (s) {
     s->allocated += (int64_t)nbytes;
     s->num_allocs += 1;
+    g_totals[device][0] += (int64_t)nbytes;
     if (s->allocated > s->peak) s->peak = s->allocated;
   }
   pthread_mutex_unlock(&g_box_mu);
@@ -37,6 +40,7 @@ void tpj_box_destroy(tpj_box_t* box) {
   if (s) {
     s->allocated -= (int64_t)box->nbytes;
     s->num_frees += 1;
+    g_totals[box->device][1] += (int64_t)box->nbytes;
   }
   pthread_mutex_unlock(&g_box_mu);
   tpj_rt_buffer_release(box->buf);
@@ -87,5 +91,15 @@ void tpj_box_reset_peak(int device) {
   pthread_mutex_lock(&g_box_mu);
   tpj_box_stats_t* s = tpj_box_slot(device);
   if (s) s->peak = s->allocated;
+  pthread_mutex_unlock(&g_box_mu);
+}
+
+void tpj_box_byte_totals(int device, int64_t* out_allocated, int64_t* out_freed) {
+  *out_allocated = *out_freed = 0;
+  pthread_mutex_lock(&g_box_mu);
+  if (tpj_box_slot(device)) {
+    *out_allocated = g_totals[device][0];
+    *out_freed = g_totals[device][1];
+  }
   pthread_mutex_unlock(&g_box_mu);
 }

@@ -1,5 +1,6 @@
 /* rt: plugin loading, client, devices, compile and execute over PJRT. */
 #include "rt/rt.h"
+#include "rt/track.h"
 #include "rt/upload.h"
 
 #include <dlfcn.h>
@@ -9,17 +10,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/strbuf.h"
 #include "pjrt_c_api.h"
 
 #define TPJ_MAX_DEVICES 256
 
+/* When a launch finished, shared by its pending entry, the plugin's
+ * OnReady callback and the marks (events) recorded while it ran.
+ * t_ns == 0 means not known to be done yet. */
+typedef struct {
+  int refcount;
+  int64_t t_ns;            /* CLOCK_MONOTONIC when done (atomic) */
+  const PJRT_Api* api;     /* the callback destroys its PJRT_Error with it */
+} tpj_rt_done_t;
+
 typedef struct {
   PJRT_Event* event;
   int device;
+  int64_t stream;
+  tpj_rt_done_t* done;     /* NULL until a mark or stream query needs it */
   char op[64];
 } tpj_rt_pending_t;
+
+/* One launch seen while the profiler records (tpj_rt_trace_start). */
+struct tpj_rt_trace_entry {
+  tpj_rt_trace_record_t rec;
+  tpj_rt_done_t* done;     /* owned reference */
+};
+
+static void tpj_rt_done_release(tpj_rt_done_t* d);
 
 struct tpj_rt {
   const PJRT_Api* api;
@@ -37,6 +58,10 @@ struct tpj_rt {
   tpj_rt_pending_t* pending;
   size_t npending, cap_pending;
   tpj_status_t deferred;       /* first async failure seen while pruning */
+  int track_done;              /* marks are alive: launches get done times (callbacks) */
+  int tracing;                 /* the profiler is recording launches (trace below) */
+  struct tpj_rt_trace_entry* trace;
+  size_t ntrace, cap_trace;
 };
 
 struct tpj_rt_exe {
@@ -48,6 +73,19 @@ struct tpj_rt_exe {
 
 static atomic_llong g_live_buffers;
 static atomic_llong g_h2d_bytes, g_d2h_bytes;
+/* Bytes of device memory held by live buffers, per device, and the peak
+ * since the last reset: memory_reserved() where the plugin has no
+ * PJRT_Device_MemoryStats. Global because a buffer is released without its rt. */
+static atomic_llong g_dev_bytes[TPJ_MAX_DEVICES], g_dev_peak[TPJ_MAX_DEVICES];
+static atomic_llong g_ooms;
+
+static void tpj_rt_count_bytes(int device, long long delta) {
+  if (device < 0 || device >= TPJ_MAX_DEVICES) return;
+  long long now = atomic_fetch_add(&g_dev_bytes[device], delta) + delta;
+  long long peak = atomic_load(&g_dev_peak[device]);
+  while (now > peak && !atomic_compare_exchange_weak(&g_dev_peak[device], &peak, now)) {
+  }
+}
 
 /* True when the plugin's PJRT_Api table is long enough to hold `field` and
  * fills it: plugins built against an older minor version have shorter
@@ -85,7 +123,10 @@ static tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err
       switch (c.code) {
         case PJRT_Error_Code_INVALID_ARGUMENT: code = TPJ_INVALID_ARGUMENT; break;
         case PJRT_Error_Code_NOT_FOUND: code = TPJ_NOT_FOUND; break;
-        case PJRT_Error_Code_RESOURCE_EXHAUSTED: code = TPJ_OUT_OF_MEMORY; break;
+        case PJRT_Error_Code_RESOURCE_EXHAUSTED:
+          code = TPJ_OUT_OF_MEMORY;
+          atomic_fetch_add(&g_ooms, 1);
+          break;
         case PJRT_Error_Code_UNIMPLEMENTED: code = TPJ_UNIMPLEMENTED; break;
         case PJRT_Error_Code_FAILED_PRECONDITION: code = TPJ_FAILED_PRECONDITION; break;
         case PJRT_Error_Code_OUT_OF_RANGE: code = TPJ_OUT_OF_RANGE; break;
@@ -363,6 +404,8 @@ void tpj_rt_close(tpj_rt_t* rt) {
   }
   tpj_status_free(rt->deferred);
   free(rt->pending);
+  for (size_t i = 0; i < rt->ntrace; ++i) tpj_rt_done_release(rt->trace[i].done);
+  free(rt->trace);
   free(rt->plugin_path);
   free(rt->platform_name);
   free(rt->platform_version);
@@ -448,6 +491,7 @@ static tpj_rt_buffer_t* tpj_rt_buffer_wrap(const PJRT_Api* api, PJRT_Buffer* b, 
   buf->device = device;
   buf->api = api;
   atomic_fetch_add(&g_live_buffers, 1);
+  if (b) tpj_rt_count_bytes(device, (long long)tpj_rt_buffer_nbytes(buf));
   return buf;
 }
 
@@ -631,10 +675,24 @@ void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) {
   if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   tpj_rt_pjrt_buffer_destroy((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
   atomic_fetch_sub(&g_live_buffers, 1);
+  if (buf->pjrt) tpj_rt_count_bytes(buf->device, -(long long)tpj_rt_buffer_nbytes(buf));
   free(buf);
 }
 
 int64_t tpj_rt_live_buffers(void) { return atomic_load(&g_live_buffers); }
+
+void tpj_rt_buffer_bytes(int device, int64_t* out_current, int64_t* out_peak) {
+  int ok = device >= 0 && device < TPJ_MAX_DEVICES;
+  *out_current = ok ? atomic_load(&g_dev_bytes[device]) : 0;
+  *out_peak = ok ? atomic_load(&g_dev_peak[device]) : 0;
+}
+
+void tpj_rt_reset_peak_buffer_bytes(int device) {
+  if (device < 0 || device >= TPJ_MAX_DEVICES) return;
+  atomic_store(&g_dev_peak[device], atomic_load(&g_dev_bytes[device]));
+}
+
+int64_t tpj_rt_oom_count(void) { return atomic_load(&g_ooms); }
 
 void tpj_rt_transfer_bytes(int64_t* out_h2d, int64_t* out_d2h) {
   *out_h2d = atomic_load(&g_h2d_bytes);
@@ -766,6 +824,88 @@ void tpj_rt_exe_release(tpj_rt_exe_t* exe) {
   free(exe);
 }
 
+/* ---- completions, streams and marks ----------------------------------
+ * Every launch leaves a pending entry holding its PJRT completion event.
+ * Streams are tags on those entries: PJRT runs each device's executions as
+ * their inputs become ready, and since buffers are immutable (every write
+ * makes a new buffer) the only ordering that matters, data dependency, is
+ * already enforced by PJRT. A stream is thus a way to name a subset of the
+ * device's work to wait for; a mark (torch.Event) is "the work of a stream
+ * launched so far". Done times come from PJRT_Event_OnReady callbacks once a
+ * mark has been used (before that, launches pay nothing for them). */
+
+/* This thread's current stream per device (0: the default stream). */
+static _Thread_local int64_t t_stream[TPJ_MAX_DEVICES];
+
+static int64_t tpj_rt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t t = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  return t > 0 ? t : 1;
+}
+
+static void tpj_rt_done_release(tpj_rt_done_t* d) {
+  if (d && __atomic_sub_fetch(&d->refcount, 1, __ATOMIC_ACQ_REL) == 0) free(d);
+}
+
+/* Sets the done time unless one is already known (the first observer wins:
+ * the OnReady callback, or a host wait that saw it first). */
+static void tpj_rt_done_set(tpj_rt_done_t* d) {
+  if (!d) return;
+  int64_t zero = 0;
+  __atomic_compare_exchange_n(&d->t_ns, &zero, tpj_rt_now_ns(), 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+}
+
+static int64_t tpj_rt_done_time(const tpj_rt_done_t* d) {
+  return __atomic_load_n(&d->t_ns, __ATOMIC_ACQUIRE);
+}
+
+static void tpj_rt_on_ready(PJRT_Error* error, void* user_arg) {
+  tpj_rt_done_t* d = (tpj_rt_done_t*)user_arg;
+  if (error) {
+    /* The failure itself is reported by whoever awaits the event. */
+    TPJ_ARGS(PJRT_Error_Destroy_Args, a);
+    a.error = error;
+    d->api->PJRT_Error_Destroy(&a);
+  }
+  tpj_rt_done_set(d);
+  tpj_rt_done_release(d);
+}
+
+/* A done record for entry p (created on demand), with a callback that times
+ * the completion where the plugin can call back. Called with rt->mu held. */
+static tpj_rt_done_t* tpj_rt_done_of_locked(tpj_rt_t* rt, tpj_rt_pending_t* p) {
+  if (p->done) return p->done;
+  tpj_rt_done_t* d = (tpj_rt_done_t*)calloc(1, sizeof(*d));
+  if (!d) return NULL;
+  d->refcount = 1;
+  d->api = rt->api;
+  if (TPJ_RT_HAS(rt->api, PJRT_Event_OnReady)) {
+    d->refcount = 2;
+    TPJ_ARGS(PJRT_Event_OnReady_Args, a);
+    a.event = p->event;
+    a.callback = tpj_rt_on_ready;
+    a.user_arg = d;
+    PJRT_Error* e = rt->api->PJRT_Event_OnReady(&a);
+    if (e) {
+      d->refcount = 1;
+      tpj_status_free(tpj_rt_status_from_pjrt(rt->api, e, "PJRT_Event_OnReady"));
+    }
+  }
+  p->done = d;
+  return d;
+}
+
+/* Awaits and drops entry p; its failure becomes *first unless one is set. */
+static void tpj_rt_retire(tpj_rt_t* rt, tpj_rt_pending_t* p, tpj_status_t* first) {
+  tpj_status_t s = tpj_rt_event_await(rt->api, p->event, p->op);
+  tpj_rt_done_set(p->done);
+  tpj_rt_done_release(p->done);
+  if (s && !*first) *first = s;
+  else tpj_status_free(s);
+}
+
 /* Drops pending completions that are done, keeping the first failure.
  * Called with rt->mu held. */
 static void tpj_rt_prune_locked(tpj_rt_t* rt) {
@@ -786,15 +926,38 @@ static void tpj_rt_prune_locked(tpj_rt_t* rt) {
       rt->pending[keep++] = *p;
       continue;
     }
-    tpj_status_t s = tpj_rt_event_await(api, p->event, p->op);
-    if (s && !rt->deferred) rt->deferred = s;
-    else tpj_status_free(s);
+    tpj_rt_retire(rt, p, &rt->deferred);
   }
   rt->npending = keep;
 }
 
-static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device,
-                                    const char* op) {
+static _Thread_local int64_t t_trace_tag;
+
+/* Notes launch p for the profiler. Called with rt->mu held. */
+static void tpj_rt_trace_locked(tpj_rt_t* rt, tpj_rt_pending_t* p, int64_t t_launch) {
+  if (rt->ntrace == rt->cap_trace) {
+    size_t cap = rt->cap_trace ? rt->cap_trace * 2 : 256;
+    struct tpj_rt_trace_entry* t = (struct tpj_rt_trace_entry*)realloc(
+        rt->trace, cap * sizeof(*t));
+    if (!t) return;  /* the trace misses a launch; the launch itself is fine */
+    rt->trace = t;
+    rt->cap_trace = cap;
+  }
+  tpj_rt_done_t* d = tpj_rt_done_of_locked(rt, p);
+  if (!d) return;
+  __atomic_add_fetch(&d->refcount, 1, __ATOMIC_RELAXED);
+  struct tpj_rt_trace_entry* e = &rt->trace[rt->ntrace++];
+  memset(e, 0, sizeof(*e));
+  snprintf(e->rec.op, sizeof(e->rec.op), "%s", p->op);
+  e->rec.device = p->device;
+  e->rec.stream = p->stream;
+  e->rec.tag = t_trace_tag;
+  e->rec.t_launch_ns = t_launch;
+  e->done = d;
+}
+
+static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
+                                    const char* op, int64_t t_launch) {
   pthread_mutex_lock(&rt->mu);
   if (rt->npending >= 64) tpj_rt_prune_locked(rt);
   if (rt->npending == rt->cap_pending) {
@@ -811,7 +974,11 @@ static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device,
   tpj_rt_pending_t* p = &rt->pending[rt->npending++];
   p->event = ev;
   p->device = device;
+  p->stream = stream;
+  p->done = NULL;
   snprintf(p->op, sizeof(p->op), "%s", op ? op : "op");
+  if (rt->track_done) tpj_rt_done_of_locked(rt, p);
+  if (rt->tracing) tpj_rt_trace_locked(rt, p, t_launch);
   pthread_mutex_unlock(&rt->mu);
   return NULL;
 }
@@ -851,6 +1018,7 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
   PJRT_Buffer** out_lists[1] = {outv};
   PJRT_Event* done[1] = {NULL};
 
+  int64_t t_launch = __atomic_load_n(&rt->tracing, __ATOMIC_RELAXED) ? tpj_rt_now_ns() : 0;
   TPJ_ARGS(PJRT_ExecuteOptions, eo);
   eo.non_donatable_input_indices = keep;
   eo.num_non_donatable_input_indices = nkeep;
@@ -884,7 +1052,8 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
       tpj_status_t w = tpj_rt_event_await(api, done[0], op_name);
       if (!s) s = w; else tpj_status_free(w);
     } else if (done[0]) {
-      tpj_status_t w = tpj_rt_remember(rt, done[0], device, op_name);
+      tpj_status_t w = tpj_rt_remember(rt, done[0], device, t_stream[device], op_name,
+                                       t_launch);
       if (!s) s = w; else tpj_status_free(w);
     }
   }
@@ -893,22 +1062,219 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
   return s;
 }
 
-tpj_status_t tpj_rt_synchronize(tpj_rt_t* rt, int device) {
+/* Awaits (and drops) the pending entries on device (-1: all) and stream
+ * (-1: all); returns the first failure, with the deferred one first. */
+static tpj_status_t tpj_rt_await_matching(tpj_rt_t* rt, int device, int64_t stream) {
   pthread_mutex_lock(&rt->mu);
   tpj_status_t first = rt->deferred;
   rt->deferred = NULL;
   size_t keep = 0;
   for (size_t i = 0; i < rt->npending; ++i) {
     tpj_rt_pending_t* p = &rt->pending[i];
-    if (device >= 0 && p->device != device) {
+    if ((device >= 0 && p->device != device) || (stream >= 0 && p->stream != stream)) {
       rt->pending[keep++] = *p;
       continue;
     }
-    tpj_status_t s = tpj_rt_event_await(rt->api, p->event, p->op);
-    if (s && !first) first = s;
-    else tpj_status_free(s);
+    tpj_rt_retire(rt, p, &first);
   }
   rt->npending = keep;
   pthread_mutex_unlock(&rt->mu);
   return first;
+}
+
+tpj_status_t tpj_rt_synchronize(tpj_rt_t* rt, int device) {
+  return tpj_rt_await_matching(rt, device, -1);
+}
+
+void tpj_rt_set_thread_stream(int device, int64_t stream) {
+  if (device >= 0 && device < TPJ_MAX_DEVICES) t_stream[device] = stream;
+}
+
+int64_t tpj_rt_thread_stream(int device) {
+  return (device >= 0 && device < TPJ_MAX_DEVICES) ? t_stream[device] : 0;
+}
+
+tpj_status_t tpj_rt_stream_synchronize(tpj_rt_t* rt, int device, int64_t stream) {
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  return tpj_rt_await_matching(rt, device, stream < 0 ? 0 : stream);
+}
+
+/* True when entry p has finished (without waiting). Called with rt->mu held. */
+static int tpj_rt_entry_ready_locked(tpj_rt_t* rt, tpj_rt_pending_t* p) {
+  if (p->done && tpj_rt_done_time(p->done)) return 1;
+  if (!TPJ_RT_HAS(rt->api, PJRT_Event_IsReady)) return 0;
+  TPJ_ARGS(PJRT_Event_IsReady_Args, r);
+  r.event = p->event;
+  PJRT_Error* e = rt->api->PJRT_Event_IsReady(&r);
+  if (e) {
+    tpj_status_free(tpj_rt_status_from_pjrt(rt->api, e, ""));
+    return 0;
+  }
+  if (r.is_ready) tpj_rt_done_set(p->done);
+  return r.is_ready;
+}
+
+int tpj_rt_stream_query(tpj_rt_t* rt, int device, int64_t stream) {
+  int ready = 1;
+  pthread_mutex_lock(&rt->mu);
+  for (size_t i = 0; i < rt->npending && ready; ++i) {
+    tpj_rt_pending_t* p = &rt->pending[i];
+    if (p->device == device && p->stream == stream) ready = tpj_rt_entry_ready_locked(rt, p);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  return ready;
+}
+
+struct tpj_rt_mark {
+  tpj_rt_t* rt;
+  int device;
+  int64_t stream;
+  int64_t t_record_ns;
+  size_t n;
+  tpj_rt_done_t** done;    /* launches not yet known done at record time (owned refs) */
+};
+
+tpj_status_t tpj_rt_mark_record(tpj_rt_t* rt, int device, int64_t stream,
+                                tpj_rt_mark_t** out_mark) {
+  *out_mark = NULL;
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
+  tpj_rt_mark_t* m = (tpj_rt_mark_t*)calloc(1, sizeof(*m));
+  if (!m) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  m->rt = rt;
+  m->device = device;
+  m->stream = stream;
+  pthread_mutex_lock(&rt->mu);
+  rt->track_done += 1;  /* a count of live marks */
+  size_t want = 0;
+  for (size_t i = 0; i < rt->npending; ++i)
+    if (rt->pending[i].device == device && rt->pending[i].stream == stream) ++want;
+  m->done = want ? (tpj_rt_done_t**)calloc(want, sizeof(tpj_rt_done_t*)) : NULL;
+  for (size_t i = 0; i < rt->npending && m->done; ++i) {
+    tpj_rt_pending_t* p = &rt->pending[i];
+    if (p->device != device || p->stream != stream) continue;
+    tpj_rt_done_t* d = tpj_rt_done_of_locked(rt, p);
+    if (!d) continue;
+    if (tpj_rt_done_time(d)) continue;
+    __atomic_add_fetch(&d->refcount, 1, __ATOMIC_RELAXED);
+    m->done[m->n++] = d;
+  }
+  pthread_mutex_unlock(&rt->mu);
+  if (want && !m->done) {
+    pthread_mutex_lock(&rt->mu);
+    rt->track_done -= 1;
+    pthread_mutex_unlock(&rt->mu);
+    free(m);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  m->t_record_ns = tpj_rt_now_ns();
+  *out_mark = m;
+  return NULL;
+}
+
+void tpj_rt_mark_release(tpj_rt_mark_t* m) {
+  if (!m) return;
+  /* Launches stop paying for done times once no mark is left to ask. */
+  pthread_mutex_lock(&m->rt->mu);
+  m->rt->track_done -= 1;
+  pthread_mutex_unlock(&m->rt->mu);
+  for (size_t i = 0; i < m->n; ++i) tpj_rt_done_release(m->done[i]);
+  free(m->done);
+  free(m);
+}
+
+int tpj_rt_mark_query(tpj_rt_t* rt, tpj_rt_mark_t* m) {
+  int ready = 1;
+  pthread_mutex_lock(&rt->mu);
+  for (size_t i = 0; i < m->n && ready; ++i) {
+    if (tpj_rt_done_time(m->done[i])) continue;
+    ready = 0;
+    for (size_t j = 0; j < rt->npending; ++j)
+      if (rt->pending[j].done == m->done[i]) ready = tpj_rt_entry_ready_locked(rt, &rt->pending[j]);
+  }
+  pthread_mutex_unlock(&rt->mu);
+  return ready;
+}
+
+tpj_status_t tpj_rt_mark_wait(tpj_rt_t* rt, tpj_rt_mark_t* m) {
+  tpj_status_t first = NULL;
+  pthread_mutex_lock(&rt->mu);
+  size_t keep = 0;
+  for (size_t j = 0; j < rt->npending; ++j) {
+    tpj_rt_pending_t* p = &rt->pending[j];
+    int mine = 0;
+    for (size_t i = 0; i < m->n && p->done && !mine; ++i) mine = p->done == m->done[i];
+    if (!mine) {
+      rt->pending[keep++] = *p;
+      continue;
+    }
+    /* A failure is raised here, and again at the next synchronize (sticky,
+     * like CUDA's asynchronous errors). */
+    tpj_status_t s = NULL;
+    tpj_rt_retire(rt, p, &s);
+    if (s && !first) {
+      first = s;
+      if (!rt->deferred)
+        rt->deferred = tpj_status_make(tpj_status_code(s), "%s", tpj_status_message(s));
+    } else {
+      tpj_status_free(s);
+    }
+  }
+  rt->npending = keep;
+  pthread_mutex_unlock(&rt->mu);
+  /* Entries already awaited by someone else have their time set. */
+  for (size_t i = 0; i < m->n; ++i) tpj_rt_done_set(m->done[i]);
+  return first;
+}
+
+int64_t tpj_rt_mark_time_ns(const tpj_rt_mark_t* m) {
+  int64_t t = m->t_record_ns;
+  for (size_t i = 0; i < m->n; ++i) {
+    int64_t d = tpj_rt_done_time(m->done[i]);
+    if (d > t) t = d;
+  }
+  return t;
+}
+
+int tpj_rt_mark_device(const tpj_rt_mark_t* m) { return m->device; }
+
+/* ---- profiler trace -------------------------------------------------- */
+
+void tpj_rt_set_trace_tag(int64_t tag) { t_trace_tag = tag; }
+int64_t tpj_rt_trace_tag(void) { return t_trace_tag; }
+
+int64_t tpj_rt_clock_ns(void) { return tpj_rt_now_ns(); }
+
+void tpj_rt_trace_start(tpj_rt_t* rt) {
+  pthread_mutex_lock(&rt->mu);
+  rt->tracing = 1;
+  pthread_mutex_unlock(&rt->mu);
+}
+
+tpj_status_t tpj_rt_trace_stop(tpj_rt_t* rt, tpj_rt_trace_record_t** out_records,
+                               size_t* out_n) {
+  *out_records = NULL;
+  *out_n = 0;
+  /* Every traced launch gets its done time; a failure stays for the next
+   * synchronize (the profiler is not the place to raise it). */
+  tpj_status_t s = tpj_rt_synchronize(rt, -1);
+  pthread_mutex_lock(&rt->mu);
+  if (s && !rt->deferred) rt->deferred = s;
+  else tpj_status_free(s);
+  rt->tracing = 0;
+  size_t n = rt->ntrace;
+  tpj_rt_trace_record_t* recs =
+      n ? (tpj_rt_trace_record_t*)malloc(n * sizeof(tpj_rt_trace_record_t)) : NULL;
+  for (size_t i = 0; i < n; ++i) {
+    if (recs) {
+      recs[i] = rt->trace[i].rec;
+      recs[i].t_done_ns = tpj_rt_done_time(rt->trace[i].done);
+    }
+    tpj_rt_done_release(rt->trace[i].done);
+  }
+  rt->ntrace = 0;
+  pthread_mutex_unlock(&rt->mu);
+  if (n && !recs) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  *out_records = recs;
+  *out_n = n;
+  return NULL;
 }
