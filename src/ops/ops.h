@@ -240,6 +240,10 @@ void tpj_lower_index_along(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* Ops Hugging Face models reach: isin, histc, _grouped_mm (ops/hf.c). */
+void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 static const tpj_op_def_t kOps[] = {
     {"aten::_adaptive_avg_pool2d", tpj_lower_adaptive_avg_pool2d},
     {"aten::_adaptive_avg_pool2d_backward", tpj_lower_adaptive_avg_pool2d_backward},
+    {"aten::_grouped_mm", tpj_lower_grouped_mm},
     {"aten::_log_softmax", tpj_lower_log_softmax},
     {"aten::_log_softmax_backward_data", tpj_lower_log_softmax_backward},
     {"aten::_logcumsumexp", tpj_lower_logcumsumexp},
@@ -92,6 +93,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::hardswish_backward", tpj_lower_hardswish_backward},
     {"aten::hardtanh", tpj_lower_hardtanh},
     {"aten::hardtanh_backward", tpj_lower_hardtanh_backward},
+    {"aten::histc", tpj_lower_histc},
     {"aten::huber_loss", tpj_lower_huber_loss},
     {"aten::huber_loss_backward", tpj_lower_huber_loss_backward},
     {"aten::hypot", tpj_lower_hypot},
@@ -101,6 +103,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::index_fill.int_Scalar", tpj_lower_index_along},
     {"aten::index_put", tpj_lower_index_put},
     {"aten::index_select", tpj_lower_index_select},
+    {"aten::isin.Tensor_Tensor", tpj_lower_isin},
     {"aten::isnan", tpj_lower_isnan},
     {"aten::isneginf", tpj_lower_isneginf},
     {"aten::isposinf", tpj_lower_isposinf},
