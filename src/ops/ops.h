@@ -244,6 +244,8 @@ void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* One parameter's fused Adam/AdamW step (ops/fused_adam.c). */
+void tpj_lower_fused_adam(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 static const tpj_op_def_t kOps[] = {
     {"aten::_adaptive_avg_pool2d", tpj_lower_adaptive_avg_pool2d},
     {"aten::_adaptive_avg_pool2d_backward", tpj_lower_adaptive_avg_pool2d_backward},
+    {"aten::_fused_adam_", tpj_lower_fused_adam},
+    {"aten::_fused_adamw_", tpj_lower_fused_adam},
     {"aten::_grouped_mm", tpj_lower_grouped_mm},
     {"aten::_log_softmax", tpj_lower_log_softmax},
     {"aten::_log_softmax_backward_data", tpj_lower_log_softmax_backward},

@@ -204,3 +204,86 @@ def test_grouped_mm_matches_cpu_kernel_and_errors():
         torch._grouped_mm(a[:, :8].to("tpu"), w.to("tpu"), offs=o.to("tpu"))
     with pytest.raises(RuntimeError, match="same dtype"):
         torch._grouped_mm(a.to("tpu"), w.double().to("tpu"), offs=o.to("tpu"))
+
+
+# ---- fused Adam / AdamW (Trainer's default optimizer) ------------------------------
+
+def _params(seed=4, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(5, 3, generator=g).to(dtype), torch.randn(7, generator=g).to(dtype)]
+
+
+def _run_fused(cls, device, steps=3, dtype=torch.float32, lr=1e-2, **kw):
+    ps = [p.to(device).requires_grad_() for p in _params(dtype=dtype)]
+    opt = cls(ps, lr=lr, fused=True, **kw)
+    g = torch.Generator().manual_seed(5)
+    for _ in range(steps):
+        for p in ps:
+            p.grad = torch.randn(p.shape, generator=g).to(dtype).to(device)
+        opt.step()
+    state = [opt.state[p] for p in ps]
+    return [p.detach().cpu() for p in ps], state
+
+
+@pytest.mark.parametrize("cls,kw", [
+    (torch.optim.AdamW, dict(weight_decay=0.1)),
+    (torch.optim.AdamW, dict(weight_decay=0.0, amsgrad=True, maximize=True)),
+    (torch.optim.Adam, dict(weight_decay=0.05, betas=(0.8, 0.95), eps=1e-6)),
+])
+def test_fused_adam_matches_cpu(cls, kw):
+    expect, es = _run_fused(cls, "cpu", **kw)
+    got, gs = _run_fused(cls, "tpu", **kw)
+    for a, b in zip(got, expect):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    for a, b in zip(gs, es):
+        for k in b:
+            torch.testing.assert_close(a[k].cpu(), b[k], atol=1e-6, rtol=1e-5)
+    no_fallbacks()
+
+
+def test_fused_adamw_bf16_tensor_lr_and_scheduler():
+    expect, _ = _run_fused(torch.optim.AdamW, "cpu", dtype=torch.bfloat16)
+    got, _ = _run_fused(torch.optim.AdamW, "tpu", dtype=torch.bfloat16)
+    for a, b in zip(got, expect):
+        assert a.dtype == torch.bfloat16
+        torch.testing.assert_close(a, b, atol=1e-2, rtol=1e-2)
+    expect, _ = _run_fused(torch.optim.AdamW, "cpu", lr=torch.tensor(0.02))
+    got, _ = _run_fused(torch.optim.AdamW, "tpu", lr=torch.tensor(0.02))
+    for a, b in zip(got, expect):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    no_fallbacks()
+
+
+def test_fused_adamw_grad_scale_and_found_inf():
+    """What GradScaler passes: grads are unscaled in place; found_inf == 1
+    leaves parameters and moments untouched."""
+    for inf in (0.0, 1.0):
+        res = {}
+        for dev in ("cpu", "tpu"):
+            ps = [p.to(dev) for p in _params()]
+            gs = [torch.full_like(p, 4.0) for p in ps]
+            m = [torch.zeros_like(p) for p in ps]
+            v = [torch.zeros_like(p) for p in ps]
+            steps = [torch.tensor(1.0, device=dev) for _ in ps]
+            torch._fused_adamw_(ps, gs, m, v, [], steps, lr=0.1, beta1=0.9, beta2=0.999,
+                                weight_decay=0.01, eps=1e-8, amsgrad=False, maximize=False,
+                                grad_scale=torch.tensor(2.0, device=dev),
+                                found_inf=torch.tensor(inf, device=dev))
+            res[dev] = [t.cpu() for t in ps + gs + m + v]
+        for a, b in zip(res["tpu"], res["cpu"]):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+        if inf:
+            assert torch.equal(res["tpu"][0], _params()[0])
+    no_fallbacks()
+
+
+def test_fused_adamw_errors():
+    p = torch.zeros(3, device="tpu")
+    with pytest.raises(RuntimeError, match="same number of params"):
+        torch._fused_adamw_([p], [], [p], [p], [], [torch.tensor(1.0, device="tpu")], lr=0.1,
+                            beta1=0.9, beta2=0.99, weight_decay=0.0, eps=1e-8, amsgrad=False,
+                            maximize=False)
+    with pytest.raises(RuntimeError, match="parameter's sizes"):
+        torch._fused_adamw_([p], [torch.zeros(4, device="tpu")], [p.clone()], [p.clone()], [],
+                            [torch.tensor(1.0, device="tpu")], lr=0.1, beta1=0.9, beta2=0.99,
+                            weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)

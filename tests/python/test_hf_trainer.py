@@ -59,9 +59,10 @@ def test_trainer_five_steps_and_checkpoint_round_trip(on_tpu, tmp_path):
     before = _eval_loss(model, held)
     args = transformers.TrainingArguments(
         output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, max_steps=5,
-        learning_rate=1e-2, lr_scheduler_type="constant", optim="adamw_torch", logging_steps=1,
+        learning_rate=1e-2, lr_scheduler_type="constant", logging_steps=1,
         save_strategy="steps", save_steps=5, report_to=[], seed=0)
     assert args.device == torch.device("tpu", 0)
+    assert args.optim == "adamw_torch_fused"  # the default: aten::_fused_adamw_, native
     trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
     assert trainer.accelerator.device.type == "tpu"
     torch_pjrt.reset_metrics()
