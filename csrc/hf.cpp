@@ -111,9 +111,10 @@ Tensor k_grouped_mm(const Tensor& self, const Tensor& mat2, const std::optional<
   int layout = -1;
   if (self.dim() == 2 && mat2.dim() == 3 && has_offs) layout = 0;
   if (self.dim() == 3 && mat2.dim() == 3 && !has_offs) layout = 1;
+  if (self.dim() == 2 && mat2.dim() == 2 && has_offs && !has_bias) layout = 2;
   if (layout < 0) {
-    // The layouts MoE backward passes use (jagged k or n): PyTorch's
-    // composite kernel, which works on any device.
+    // The other layouts (3-D x 2-D, jagged n): PyTorch's composite kernel,
+    // which works on any device (one mm per group).
     return at::compositeexplicitautograd::_grouped_mm(self, mat2, offs, bias, out_dtype);
   }
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(),
@@ -121,11 +122,16 @@ Tensor k_grouped_mm(const Tensor& self, const Tensor& mat2, const std::optional<
               " and ", mat2.scalar_type());
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), "grouped_mm: expected floating inputs, got ",
               self.scalar_type());
-  int64_t g = mat2.size(0), k = mat2.size(1), n = mat2.size(2);
+  int64_t g = layout == 2 ? offs->size(0) : mat2.size(0);
+  int64_t k = mat2.size(-2), n = mat2.size(-1);
   TORCH_CHECK(self.size(-1) == k, "contraction dimension of mat_a and mat_b must match, got ",
               self.size(-1), " and ", k);
   std::vector<int64_t> sizes;
-  if (layout == 0) {
+  if (layout == 2) {
+    TORCH_CHECK(offs->scalar_type() == at::kInt, "offs has to be int32");
+    TORCH_CHECK(offs->dim() == 1, "offs must be a 1D tensor, got sizes ", offs->sizes());
+    sizes = {g, self.size(0), n};
+  } else if (layout == 0) {
     TORCH_CHECK(offs->scalar_type() == at::kInt, "offs has to be int32");
     TORCH_CHECK(offs->dim() == 1 && offs->size(0) == g,
                 "offs must be a 1D tensor with one entry per group (", g, "), got sizes ",

@@ -130,7 +130,10 @@ void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
  *   0: a (m, k) x b (g, k, n) with offs (g) int32, the cumulative row counts
  *      of the groups: row i uses b[group(i)]; rows from offs[g-1] on are 0.
  *   1: a (g, m, k) x b (g, k, n): a batched product.
- * Inputs: a, b, then offs (layout 0), then bias (g, n) when present.
+ *   2: a (m, s) x b (s, n) with offs (g) over s: out[e] = the product of
+ *      group e's columns of a and rows of b, (g, m, n) -- the weight
+ *      gradient of layout 0; no bias.
+ * Inputs: a, b, then offs (layouts 0 and 2), then bias (g, n) when present.
  * Layout 0 multiplies every row by every group's matrix and keeps its own
  * group's product (g times the work of one product, none of it
  * data-dependent, so a compiled graph never depends on the routing). */
@@ -154,6 +157,30 @@ void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     return;
   }
   if (!need(ctx, 3 + has_bias, 3, "_grouped_mm")) return;
+  if (layout == 2) {
+    int64_t m = a.dims[0], sl = a.dims[1], g = ctx->in[2].dims[0];
+    int64_t sg[2] = {sl, g}, gd = 1, over = 1;
+    tpj_hlo_value_t offs = tpj_hlo_emit_convert(b, ctx->in[2], TPJ_I64);
+    tpj_hlo_value_t past = tpj_hlo_emit_compare(
+        b, tpj_hlo_emit_iota(b, TPJ_I64, sg, 2, 0),
+        tpj_hlo_emit_broadcast_in_dim(b, offs, sg, 2, &gd), "GE");
+    tpj_hlo_value_t grp = tpj_hlo_emit_reduce(b, tpj_hlo_emit_convert(b, past, TPJ_I64),
+                                              tpj_hlo_emit_zero(b, TPJ_I64), &over, 1,
+                                              "stablehlo.add");
+    int64_t gs[2] = {g, sl}, sd = 1;
+    tpj_hlo_value_t mask = tpj_hlo_emit_compare(
+        b, tpj_hlo_emit_broadcast_in_dim(b, grp, gs, 2, &sd), tpj_hlo_emit_iota(b, TPJ_I64, gs, 2, 0),
+        "EQ");
+    int64_t gms[3] = {g, m, sl}, md[2] = {0, 2}, ad[2] = {1, 2};
+    tpj_hlo_value_t ag = tpj_hlo_emit_select(
+        b, tpj_hlo_emit_broadcast_in_dim(b, mask, gms, 3, md),
+        tpj_hlo_emit_broadcast_in_dim(b, a, gms, 3, ad),
+        tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, a.dtype), gms, 3));
+    int64_t agc = 2, wc = 0;
+    tpj_hlo_value_t r = tpj_hlo_emit_dot_general(b, ag, w, NULL, NULL, 0, &agc, &wc, 1, acc);
+    results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+    return;
+  }
   int64_t m = a.dims[0], g = w.dims[0], n = w.dims[2];
   /* all[i, e, :] = a[i] @ w[e]: contract a's dim 1 with w's dim 1. */
   int64_t ac = 1, wc = 1;

@@ -193,6 +193,26 @@ def test_grouped_mm_bias_batched_and_out_dtype():
     no_fallbacks()
 
 
+def test_grouped_mm_jagged_contraction_and_gradients():
+    # a (m, s) x b (s, n) with groups over s: out[e] = a[:, group e] @ b[group e]
+    g = torch.Generator().manual_seed(6)
+    a, b = torch.randn(4, 8, generator=g), torch.randn(8, 4, generator=g)
+    offs = torch.tensor([3, 3, 6], dtype=torch.int32)  # an empty group; columns 6, 7 unused
+    got = torch._grouped_mm(a.to("tpu"), b.to("tpu"), offs=offs.to("tpu"))
+    expect = torch.stack([a[:, 0:3] @ b[0:3], torch.zeros(4, 4), a[:, 3:6] @ b[3:6]])
+    torch.testing.assert_close(got.cpu(), expect, atol=1e-5, rtol=1e-5)
+    # The MoE forward's gradients (which use this layout for the weights).
+    x, w, o, bb = _grouped(torch.float32, bias=False, offs=(3, 5, 6, 8))
+    res = {}
+    for dev in ("cpu", "tpu"):
+        xd, wd = x.detach().to(dev).requires_grad_(), w.detach().to(dev).requires_grad_()
+        torch._grouped_mm(xd, wd, offs=o.to(dev)).square().sum().backward()
+        res[dev] = (xd.grad.cpu(), wd.grad.cpu())
+    for t, c in zip(res["tpu"], res["cpu"]):
+        torch.testing.assert_close(t, c, atol=1e-4, rtol=1e-5)
+    no_fallbacks()
+
+
 def test_grouped_mm_matches_cpu_kernel_and_errors():
     a, w, o, _ = _grouped(torch.float32, offs=(1, 4, 8, 8))
     expect = torch._grouped_mm(a, w, offs=o)
