@@ -70,8 +70,6 @@ def save(name: str, directory: str, seed: int = 0, **overrides) -> str:
 
 def load(path: str, device_map="tpu", dtype=torch.float32):
     """from_pretrained onto device_map, in eval mode."""
-    import transformers as tf
-
     name = os.path.basename(path.rstrip("/"))
     model_cls = _configs()[name][1]
     return model_cls.from_pretrained(path, device_map=device_map, dtype=dtype).eval()
