@@ -24,7 +24,8 @@ all: lib
 
 $(VENV)/.stamp-deps: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q torch==2.13.0 xla-cpu-pjrt pytest numpy setuptools wheel
+	$(PIP) install -q torch==2.13.0 xla-cpu-pjrt pytest numpy setuptools wheel \
+		transformers==5.23.0 accelerate==1.15.0 safetensors==0.8.0 tokenizers==0.23.3
 	touch $@
 
 # The editable install (and the extension build) reruns only when a source changed.

@@ -142,5 +142,9 @@ bool index_bounds(const at::Tensor& index, int64_t* lo, int64_t* hi);
 
 // ---- fallbacks (fallback.cpp) ----------------------------------------------
 void count_fallback(const std::string& op);
+// A kernel that has no lowering for dtype t and is about to run op on the
+// CPU itself: honours TORCH_PJRT_FALLBACK (error raises NotImplementedError,
+// warn warns once per op) and counts op in fallbacks().
+void dtype_fallback(const char* op, at::ScalarType t);
 
 }  // namespace torch_pjrt

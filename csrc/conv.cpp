@@ -157,19 +157,7 @@ std::vector<int64_t> conv_attrs(at::ScalarType dt, const ConvArgs& a, bool f0, b
 bool native_dtype(at::ScalarType t) { return c10::isFloatingType(t); }
 
 // Integer and complex convolutions run on the CPU, reported like any other
-// fallback (XLA's convolution is for floating types).
-bool fallback_forbidden() {
-  const char* v = std::getenv("TORCH_PJRT_FALLBACK");
-  return v && std::string(v) == "error";
-}
-
-void check_fallback(const char* op, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!fallback_forbidden(), op, " for ", t,
-                              " has no tpu lowering and TORCH_PJRT_FALLBACK=error forbids "
-                              "running it on the CPU");
-  count_fallback(op);
-}
-
+// fallback (XLA's convolution is for floating types): dtype_fallback.
 Tensor opt_cpu(const std::optional<Tensor>& t) {
   return t && t->defined() ? t->cpu() : Tensor();
 }
@@ -190,7 +178,7 @@ Tensor convolution_tpu(const Tensor& input, const Tensor& weight, const std::opt
   else check_devices(op, {&input, &weight});
   c10::Device dev = input.device();
   if (!native_dtype(input.scalar_type())) {
-    check_fallback(op, input.scalar_type());
+    dtype_fallback(op, input.scalar_type());
     return at::convolution(input.cpu(), weight.cpu(), opt_cpu(bias), stride, padding, dilation,
                            transposed, output_padding, groups)
         .to(dev);
@@ -216,7 +204,7 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward_tpu(
   check_devices(op, {&grad_out, &input, &weight});
   c10::Device dev = input.device();
   if (!native_dtype(input.scalar_type())) {
-    check_fallback(op, input.scalar_type());
+    dtype_fallback(op, input.scalar_type());
     auto [gi, gw, gb] = at::convolution_backward(grad_out.cpu(), input.cpu(), weight.cpu(),
                                                  bias_sizes, stride, padding, dilation,
                                                  transposed, output_padding, groups, mask);
@@ -269,7 +257,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_tpu(const Tensor& self, IntAr
   check_supported(self, op);
   c10::Device dev = self.device();
   if (!native_dtype(self.scalar_type())) {
-    check_fallback(op, self.scalar_type());
+    dtype_fallback(op, self.scalar_type());
     auto [v, i] = at::max_pool2d_with_indices(self.cpu(), kernel_size, stride, padding, dilation,
                                               ceil_mode);
     return {v.to(dev), i.to(dev)};
@@ -296,7 +284,7 @@ Tensor max_pool2d_with_indices_backward_tpu(const Tensor& grad, const Tensor& se
   check_devices(op, {&grad, &self, &indices});
   c10::Device dev = self.device();
   if (!native_dtype(self.scalar_type())) {
-    check_fallback(op, self.scalar_type());
+    dtype_fallback(op, self.scalar_type());
     return at::max_pool2d_with_indices_backward(grad.cpu(), self.cpu(), kernel_size, stride,
                                                 padding, dilation, ceil_mode, indices.cpu())
         .to(dev);
@@ -327,7 +315,7 @@ Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
   check_supported(self, op);
   c10::Device dev = self.device();
   if (!native_dtype(self.scalar_type())) {
-    check_fallback(op, self.scalar_type());
+    dtype_fallback(op, self.scalar_type());
     return at::avg_pool2d(self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad,
                           divisor_override)
         .to(dev);
@@ -350,7 +338,7 @@ Tensor avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
   check_devices(op, {&grad, &self});
   c10::Device dev = self.device();
   if (!native_dtype(self.scalar_type())) {
-    check_fallback(op, self.scalar_type());
+    dtype_fallback(op, self.scalar_type());
     return at::avg_pool2d_backward(grad.cpu(), self.cpu(), kernel_size, stride, padding,
                                    ceil_mode, count_include_pad, divisor_override)
         .to(dev);

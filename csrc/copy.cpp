@@ -7,13 +7,40 @@
 
 #include "common.h"
 
+extern "C" {
+#include "rt/upload.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
-void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst) {
+void release_host_storage(void* storage) { delete static_cast<c10::Storage*>(storage); }
+
+// A non_blocking upload of pinned memory returns before the plugin has read
+// it (as cudaMemcpyAsync does): the source storage is kept alive until the
+// plugin is done with it. Like CUDA, the user must not write the source
+// before synchronizing.
+bool upload_pinned_async(const at::Tensor& h, const at::Tensor& dst) {
+  if (!is_pinned(h.data_ptr())) return false;
+  tpj_rt_shape_t s = shape_of(dst);
+  tpj_box_t* box = box_of(dst);
+  auto* keep = new c10::Storage(h.storage());
+  tpj_rt_buffer_t* buf = nullptr;
+  tpj_status_t st = tpj_rt_buffer_from_host_async(rt(), box->device, s.dtype, s.dims, s.ndim,
+                                                  h.data_ptr(), &release_host_storage, keep, &buf);
+  if (st) {
+    delete keep;
+    throw_status(st, "copy_");
+  }
+  tpj_box_set_buffer(box, buf);
+  return true;
+}
+
+void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return;
   at::Tensor h = src.to(dst.scalar_type()).contiguous().resolve_conj().resolve_neg();
   if (covers_storage(dst) && h.sizes() == dst.sizes()) {
+    if (non_blocking && upload_pinned_async(h, dst)) return;
     tpj_rt_shape_t s = shape_of(dst);
     TPJ_CHECK(tpj_box_from_host(rt(), box_of(dst), s.dtype, s.dims, s.ndim, h.data_ptr()));
     return;
@@ -65,7 +92,8 @@ void copy_device_to_device(at::Tensor src, const at::Tensor& dst) {
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  (void)non_blocking;  // copies complete before returning, which is always correct
+  // Host-to-device copies from pinned memory honour non_blocking; the others
+  // complete before returning, which is always correct.
   check_supported(self, "copy_");
   check_supported(dst, "copy_");
   bool src_tpu = self.device().is_privateuseone(), dst_tpu = dst.device().is_privateuseone();
@@ -74,7 +102,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   } else if (dst_tpu) {
     TORCH_CHECK(self.device().is_cpu(), "copy_: cannot copy from ", self.device(), " to ",
                 dst.device(), " (copy through the CPU)");
-    copy_host_to_device(self, dst);
+    copy_host_to_device(self, dst, non_blocking);
   } else {
     TORCH_CHECK(dst.device().is_cpu(), "copy_: cannot copy from ", self.device(), " to ",
                 dst.device(), " (copy through the CPU)");

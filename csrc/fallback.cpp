@@ -55,6 +55,23 @@ void count_fallback(const std::string& op) {
   g_counts[op] += 1;
 }
 
+void dtype_fallback(const char* op, at::ScalarType t) {
+  Mode mode = fallback_mode();
+  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, op, " for ", t,
+                              " has no tpu lowering and TORCH_PJRT_FALLBACK=error forbids "
+                              "running it on the CPU");
+  std::string full = op;
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    first = g_counts.find(full) == g_counts.end();
+  }
+  count_fallback(full);
+  if (mode == Mode::kWarn && first)
+    TORCH_WARN(full, " for ", t, " has no tpu lowering: it runs on the CPU (counted in "
+               "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
+}
+
 std::map<std::string, int64_t> fallback_counts() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_counts;

@@ -53,7 +53,10 @@ Tensor& draw_into(Tensor& self, const char* op, const Gen& gen, uint64_t words_p
                   std::initializer_list<Scalar> scalars, at::ScalarType scalar_type,
                   std::vector<int64_t> attrs = {}, const Tensor* input = nullptr) {
   check_supported(self, op);
-  TORCH_CHECK(self.device().is_privateuseone(), op, ": expected a tpu tensor");
+  // A tpu generator passed for a tensor of another device dispatches here
+  // (the generator's key wins); answer as that device's kernel would.
+  TORCH_CHECK(self.device().is_privateuseone(), "Expected a '", self.device().type(),
+              "' device type for generator but found 'tpu'");
   if (self.numel() == 0) return self;
   c10::DeviceGuard guard(self.device());
   int dev = self.device().index();
@@ -297,6 +300,67 @@ Tensor& randperm_out(int64_t n, Gen gen, Tensor& out) {
   return out;
 }
 
+// ---- multinomial -------------------------------------------------------------
+
+// The probabilities' value checks of CPU's multinomial: one host read of
+// three flags (CPU and CUDA read the values too). Skipped while a graph is
+// traced, where nothing can be read.
+void check_multinomial_values(const Tensor& self, bool sampling_kernel) {
+  if (tracing()) return;
+  // CPU's kernel tests p >= 0 first, so a NaN reads as "< 0" there.
+  Tensor flags = at::stack({(self >= 0).logical_not().any(), (self.abs() == INFINITY).any(),
+                            (self.sum(-1) == 0).any()})
+                     .cpu();
+  const bool* f = flags.const_data_ptr<bool>();
+  if (sampling_kernel) {
+    TORCH_CHECK(!f[0], "invalid multinomial distribution (encountering probability entry < 0)");
+    TORCH_CHECK(!f[1], "invalid multinomial distribution (encountering probability entry = "
+                       "infinity or NaN)");
+  } else {
+    TORCH_CHECK(!f[0] && !f[1], "probability tensor contains either `inf`, `nan` or element < 0");
+  }
+  TORCH_CHECK(!f[2], "invalid multinomial distribution (sum of probabilities <= 0)");
+}
+
+Tensor multinomial_tpu(const Tensor& self, int64_t n_sample, bool replacement, Gen gen) {
+  const char* op = "aten::multinomial";
+  check_supported(self, op);
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  int64_t categories = self.size(-1);
+  TORCH_CHECK(replacement || n_sample <= categories,
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  TORCH_CHECK(categories <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
+  // One sample, or none repeated: the exponential trick; else CPU's kernel.
+  bool sampling_kernel = replacement && n_sample > 1;
+  check_multinomial_values(self, sampling_kernel);
+  int64_t rows = self.dim() == 2 ? self.size(0) : 1;
+  std::vector<int64_t> sizes = {n_sample};
+  if (self.dim() == 2) sizes.insert(sizes.begin(), rows);
+  Tensor out = at::empty(sizes, self.options().dtype(at::kLong));
+  if (out.numel() == 0) return out;
+  c10::DeviceGuard guard(self.device());
+  int dev = self.device().index();
+  OpArgs a;
+  add_operand(a, self, dev);
+  uint64_t draws = static_cast<uint64_t>(rows) * (sampling_kernel ? n_sample : categories);
+  add_key(a, generator_for(gen, self), draws * words_per(compute_of(self.scalar_type())), dev);
+  run_op(op, dev, a, {sampling_kernel ? 1 : 0}, {out});
+  return out;
+}
+
+Tensor& multinomial_out_tpu(const Tensor& self, int64_t n_sample, bool replacement, Gen gen,
+                        Tensor& out) {
+  TORCH_CHECK(out.device() == self.device(), "multinomial arguments must have the same device");
+  TORCH_CHECK(out.scalar_type() == at::kLong, "multinomial expects Long tensor out, got: ",
+              out.scalar_type());
+  return out_result(out, multinomial_tpu(self, n_sample, replacement, gen),
+                    "aten::multinomial.out");
+}
+
 // ---- dropout -----------------------------------------------------------------
 
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p, std::optional<bool> train) {
@@ -359,6 +423,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.from", TORCH_FN(random_from));
   m.impl("random_.to", TORCH_FN(random_to));
   m.impl("randperm.generator_out", TORCH_FN(randperm_out));
+  m.impl("multinomial", TORCH_FN(multinomial_tpu));
+  m.impl("multinomial.out", TORCH_FN(multinomial_out_tpu));
   m.impl("native_dropout", TORCH_FN(native_dropout));
   m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
 }

@@ -93,7 +93,10 @@ void configure(const std::string& plugin_path, int cpu_devices, const std::strin
   g_open_error.clear();
 }
 
+void check_not_forked();  // fork.cpp
+
 tpj_rt_t* rt() {
+  check_not_forked();
   std::lock_guard<std::mutex> lock(g_mu);
   open_locked();
   TORCH_CHECK(g_rt, g_open_error);
@@ -125,6 +128,10 @@ void check_device_index(int64_t index) {
 int current_device() { return t_current_device; }
 
 void set_current_device(int index) {
+  // Restoring the device a guard found needs no check (and must not throw:
+  // DeviceGuard's destructor calls this from a noexcept function, also in a
+  // forked child where every other use raises).
+  if (index == t_current_device && is_initialized()) return;
   check_device_index(index);
   t_current_device = index;
 }

@@ -171,3 +171,10 @@ def get_rng_state_all() -> list[torch.Tensor]:
 def set_rng_state_all(new_states) -> None:
     for i, state in enumerate(new_states):
         set_rng_state(state, i)
+
+
+# ---- mixed precision and fork safety (python/torch_pjrt/_amp.py, _fork.py) ----
+from ._amp import get_amp_supported_dtype, is_bf16_supported  # noqa: E402
+from ._fork import _is_in_bad_fork, _lazy_init  # noqa: E402,F401,F811
+
+__all__ += ["get_amp_supported_dtype", "is_bf16_supported"]

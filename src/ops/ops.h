@@ -147,6 +147,9 @@ void tpj_lower_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_adaptive_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_adaptive_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* upsample (ops/upsample.c): every upsample_* overload and its backward. */
+void tpj_lower_upsample(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_upsample_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* Sorting, selection, scans and statistics (ops/sort.c, ops/stats.c). */
 /* r (x reduced over rdims, sorted) broadcast back to x's dims. */
 tpj_hlo_value_t tpj_ops_unreduce(tpj_hlo_builder_t* b, tpj_hlo_value_t r, const int64_t* dims,
@@ -180,6 +183,7 @@ void tpj_lower_exponential(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_native_dropout_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_multinomial(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* math family (src/ops/math.c) */
 void tpj_lower_erf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_erfc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -240,6 +244,9 @@ void tpj_lower_index_along(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* GradScaler's unscale and scale update (ops/amp.c). */
+void tpj_lower_amp_unscale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_amp_update_scale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* Ops Hugging Face models reach: isin, histc, _grouped_mm (ops/hf.c). */
 void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

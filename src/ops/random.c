@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "hlo/random.h"
+#include "hlo/sort.h"
 #include "ops/ops.h"
 
 static int tpj_rand_need(tpj_op_ctx_t* ctx, int nin, int nattrs, int nouts, const char* op) {
@@ -235,5 +236,57 @@ void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t keys = tpj_hlo_emit_rng_bits(b, ctx->in[0], TPJ_I64, &n, 1);
   tpj_hlo_value_t idx = tpj_hlo_emit_iota(b, TPJ_I64, &n, 1, 0);
   tpj_hlo_value_t r = tpj_hlo_emit_sort_by_key(b, keys, idx, 0);
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, r, o->dims, o->ndim), o->dtype);
+}
+
+/* in[0] probabilities ([C] or [R, C], float; the host has checked them:
+ * finite, non-negative, each row's sum positive), in[1] key; attrs[0] 1 to
+ * sample with replacement. The result is int64 [n] or [R, n].
+ * Without replacement (and for one sample either way) it is CPU's
+ * exponential trick: the n largest of p / E with E ~ Exp(1) per category.
+ * With replacement each sample is the number of categories whose normalised
+ * cumulative probability is <= u, for u uniform in [0, 1): the category u
+ * falls in (the cdf ends at exactly 1, so u never passes the last non-zero
+ * category). */
+void tpj_lower_multinomial(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_rand_need(ctx, 2, 1, 1, "multinomial")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t p = ctx->in[0];
+  tpj_dtype_t cdt = tpj_rand_compute(p.dtype);
+  int64_t c = p.dims[p.ndim - 1], rows = p.ndim == 2 ? p.dims[0] : 1;
+  int64_t n = o->dims[o->ndim - 1];
+  int64_t rc[2] = {rows, c};
+  p = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, p, cdt), rc, 2);
+  int digits = cdt == TPJ_F64 ? 52 : 23;
+  tpj_hlo_value_t r;
+  if (!ctx->attrs[0] || n == 1) {
+    tpj_hlo_value_t u = tpj_rand_uniform(b, ctx->in[1], cdt, digits, 1, rows * c);
+    tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "stablehlo.negate",
+                                           tpj_hlo_emit_unary(b, "stablehlo.log", u));
+    tpj_hlo_value_t keys =
+        tpj_rand_bin(b, "stablehlo.divide", p, tpj_hlo_emit_reshape(b, e, rc, 2));
+    tpj_hlo_value_t xs[2] = {keys, tpj_hlo_emit_iota(b, TPJ_I64, rc, 2, 1)};
+    tpj_hlo_value_t sorted[2];
+    tpj_hlo_emit_sort(b, xs, 2, 1, 1, sorted);
+    int64_t start[2] = {0, 0}, limit[2] = {rows, n}, stride[2] = {1, 1};
+    r = tpj_hlo_emit_slice(b, sorted[1], start, limit, stride);
+  } else {
+    tpj_hlo_value_t cdf = tpj_hlo_emit_cumulative(b, p, 1, TPJ_HLO_SCAN_ADD, 0);
+    int64_t lim[2] = {rows, c}, st[2] = {0, c - 1}, one[2] = {1, 1};
+    tpj_hlo_value_t total = tpj_hlo_emit_slice(b, cdf, st, lim, one);
+    int64_t keep_rows[2] = {0, 1};
+    cdf = tpj_rand_bin(b, "stablehlo.divide", cdf,
+                       tpj_hlo_emit_broadcast_in_dim(b, total, rc, 2, keep_rows));
+    int64_t rnc[3] = {rows, n, c}, cdf_dims[2] = {0, 2}, u_dims[2] = {0, 1}, rn[2] = {rows, n};
+    tpj_hlo_value_t u = tpj_rand_uniform(b, ctx->in[1], cdt, digits + 1, 0, rows * n);
+    u = tpj_hlo_emit_reshape(b, u, rn, 2);
+    tpj_hlo_value_t below = tpj_hlo_emit_compare(
+        b, tpj_hlo_emit_broadcast_in_dim(b, cdf, rnc, 3, cdf_dims),
+        tpj_hlo_emit_broadcast_in_dim(b, u, rnc, 3, u_dims), "LE");
+    int64_t last = 2;
+    r = tpj_hlo_emit_reduce(b, tpj_hlo_emit_convert(b, below, TPJ_I64),
+                            tpj_hlo_emit_zero(b, TPJ_I64), &last, 1, "stablehlo.add");
+  }
   results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, r, o->dims, o->ndim), o->dtype);
 }

@@ -1,5 +1,6 @@
 /* rt: plugin loading, client, devices, compile and execute over PJRT. */
 #include "rt/rt.h"
+#include "rt/upload.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -473,9 +474,31 @@ static void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
                                           "PJRT_Buffer_Destroy"));
 }
 
-tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
-                                     const int64_t* dims, int ndim, const void* data,
-                                     tpj_rt_buffer_t** out_buf) {
+/* What an asynchronous upload calls when the plugin is done with the host
+ * memory (PJRT_Event_OnReady). */
+typedef struct {
+  const PJRT_Api* api;
+  void (*done)(void*);
+  void* ctx;
+} tpj_rt_upload_done_t;
+
+static void tpj_rt_upload_ready(PJRT_Error* error, void* user_arg) {
+  tpj_rt_upload_done_t* d = (tpj_rt_upload_done_t*)user_arg;
+  /* The callback owns the error. A failed transfer also fails the buffer,
+   * which reports it where the buffer is used; the host memory is released
+   * either way. */
+  if (error) tpj_status_free(tpj_rt_status_from_pjrt(d->api, error, "copying to the device"));
+  d->done(d->ctx);
+  free(d);
+}
+
+/* Uploads host data. With done == NULL the call waits until the plugin has
+ * read the data (the caller may reuse it at once); otherwise it returns at
+ * once and done(ctx) runs when the host memory may be reused (from a plugin
+ * thread, or before returning). On failure done is not called. */
+static tpj_status_t tpj_rt_upload(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
+                                  const int64_t* dims, int ndim, const void* data,
+                                  void (*done)(void*), void* ctx, tpj_rt_buffer_t** out_buf) {
   *out_buf = NULL;
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
   if (ndim < 0 || ndim > TPJ_MAX_DIMS)
@@ -486,16 +509,36 @@ tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype
     return tpj_status_make(TPJ_INVALID_ARGUMENT, "dtype %d has no PJRT buffer type", (int)dtype);
   static const char kDummy[16];
   const PJRT_Api* api = rt->api;
+  int async = done && data && TPJ_RT_HAS(api, PJRT_Event_OnReady);
   TPJ_ARGS(PJRT_Client_BufferFromHostBuffer_Args, a);
   a.client = rt->client;
   a.data = data ? data : kDummy;
   a.type = t;
   a.dims = dims;
   a.num_dims = (size_t)ndim;
-  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.host_buffer_semantics = async ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
+                                  : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = rt->devices[device];
   TPJ_PJRT(api, api->PJRT_Client_BufferFromHostBuffer(&a), "copying to the device");
-  tpj_status_t s = tpj_rt_event_await(api, a.done_with_host_buffer, "copying to the device");
+  tpj_status_t s = NULL;
+  tpj_rt_upload_done_t* d = async ? (tpj_rt_upload_done_t*)malloc(sizeof(*d)) : NULL;
+  if (d && a.done_with_host_buffer) {
+    d->api = api;
+    d->done = done;
+    d->ctx = ctx;
+    TPJ_ARGS(PJRT_Event_OnReady_Args, r);
+    r.event = a.done_with_host_buffer;
+    r.callback = tpj_rt_upload_ready;
+    r.user_arg = d;
+    s = tpj_rt_status_from_pjrt(api, api->PJRT_Event_OnReady(&r), "copying to the device");
+    /* The callback holds the transfer's future, not the event. */
+    tpj_rt_event_destroy(api, a.done_with_host_buffer);
+    if (s) free(d);
+  } else {
+    free(d);
+    s = tpj_rt_event_await(api, a.done_with_host_buffer, "copying to the device");
+    if (!s && done) done(ctx);
+  }
   if (s) {
     tpj_rt_pjrt_buffer_destroy(api, a.buffer);
     return s;
@@ -507,6 +550,19 @@ tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype
   }
   atomic_fetch_add(&g_h2d_bytes, (long long)tpj_rt_buffer_nbytes(*out_buf));
   return NULL;
+}
+
+tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
+                                     const int64_t* dims, int ndim, const void* data,
+                                     tpj_rt_buffer_t** out_buf) {
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, NULL, NULL, out_buf);
+}
+
+tpj_status_t tpj_rt_buffer_from_host_async(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
+                                           const int64_t* dims, int ndim, const void* data,
+                                           void (*done)(void*), void* ctx,
+                                           tpj_rt_buffer_t** out_buf) {
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, done, ctx, out_buf);
 }
 
 int64_t tpj_rt_buffer_numel(const tpj_rt_buffer_t* buf) {

@@ -1,0 +1,215 @@
+// Glue for F.interpolate's nearest, nearest-exact and (bi/tri)linear modes:
+// upsample_{nearest,linear,bilinear,trilinear}* and _upsample_nearest_exact*,
+// each with its backward and .out/.grad_input forms. Output shapes and
+// argument errors come from PyTorch's meta kernels; the lowering is
+// src/ops/upsample.c. Floating types run natively, and uint8 for the nearest
+// modes; other dtypes go to CPU's kernel (uint8 bilinear, or CPU's error).
+#include <cstring>
+
+#include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include "common.h"
+
+namespace torch_pjrt {
+namespace {
+
+using at::Tensor;
+using Scales = std::vector<std::optional<double>>;
+
+enum Mode : int64_t { kNearest = 0, kNearestExact = 1, kLinear = 2 };
+
+std::vector<int64_t> upsample_attrs(at::ScalarType dt, Mode mode, bool align_corners,
+                                    const Scales& scales) {
+  std::vector<int64_t> attrs{to_tpj_dtype(accumulator(dt)), mode, align_corners ? 1 : 0,
+                             static_cast<int64_t>(scales.size())};
+  for (const auto& s : scales) {
+    int64_t bits = 0;
+    if (s) std::memcpy(&bits, &*s, sizeof bits);
+    attrs.push_back(s ? 1 : 0);
+    attrs.push_back(bits);
+  }
+  return attrs;
+}
+
+// The dtypes CPU's kernels take: floating types, and uint8 for nearest.
+bool native(Mode mode, at::ScalarType t) {
+  return c10::isFloatingType(t) || (mode != kLinear && t == at::kByte);
+}
+
+// Runs `op` on x (input or grad_output) into a tensor shaped like meta.
+// cpu() is the same call on CPU tensors, for dtypes without a lowering.
+template <typename CpuFn>
+Tensor run_upsample(const char* op, const Tensor& x, const Tensor& meta, Mode mode,
+                    bool align_corners, const Scales& scales, CpuFn cpu) {
+  check_supported(x, op);
+  c10::Device dev = x.device();
+  if (!native(mode, x.scalar_type())) {
+    Tensor r = cpu(x.cpu());  // raises CPU's error for dtypes CPU lacks too
+    dtype_fallback(op, x.scalar_type());
+    return r.to(dev);
+  }
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
+  if (out.numel() == 0) return out;
+  OpArgs a;
+  a.tensor(x);
+  run_op(op, dev.index(), a, upsample_attrs(x.scalar_type(), mode, align_corners, scales), {out});
+  return out;
+}
+
+// Forward: f(meta_or_cpu_input) -> result; the same callable computes the
+// meta shape (and PyTorch's argument errors) and the CPU fallback.
+#define TPJ_UPSAMPLE_FWD(NAME, OP, MODE, AC, SCALES, CALL)                              \
+  Tensor NAME(const Tensor& self, ARGS) {                                                \
+    auto f = [&](const Tensor& in) { return CALL; };                                     \
+    Tensor m = f(to_meta(self));                                                         \
+    return run_upsample(OP, self, m, MODE, AC, SCALES, f);                               \
+  }
+
+#define ARGS at::IntArrayRef output_size, std::optional<double> s0
+TPJ_UPSAMPLE_FWD(nearest1d, "aten::upsample_nearest1d", kNearest, false, (Scales{s0}),
+                 at::upsample_nearest1d(in, output_size, s0))
+TPJ_UPSAMPLE_FWD(nearest_exact1d, "aten::_upsample_nearest_exact1d", kNearestExact, false,
+                 (Scales{s0}), at::_upsample_nearest_exact1d(in, output_size, s0))
+#undef ARGS
+#define ARGS at::IntArrayRef output_size, bool ac, std::optional<double> s0
+TPJ_UPSAMPLE_FWD(linear1d, "aten::upsample_linear1d", kLinear, ac, (Scales{s0}),
+                 at::upsample_linear1d(in, output_size, ac, s0))
+#undef ARGS
+#define ARGS at::IntArrayRef output_size, std::optional<double> s0, std::optional<double> s1
+TPJ_UPSAMPLE_FWD(nearest2d, "aten::upsample_nearest2d", kNearest, false, (Scales{s0, s1}),
+                 at::upsample_nearest2d(in, output_size, s0, s1))
+TPJ_UPSAMPLE_FWD(nearest_exact2d, "aten::_upsample_nearest_exact2d", kNearestExact, false,
+                 (Scales{s0, s1}), at::_upsample_nearest_exact2d(in, output_size, s0, s1))
+#undef ARGS
+#define ARGS \
+  at::IntArrayRef output_size, bool ac, std::optional<double> s0, std::optional<double> s1
+TPJ_UPSAMPLE_FWD(bilinear2d, "aten::upsample_bilinear2d", kLinear, ac, (Scales{s0, s1}),
+                 at::upsample_bilinear2d(in, output_size, ac, s0, s1))
+#undef ARGS
+#define ARGS                                                                      \
+  at::IntArrayRef output_size, std::optional<double> s0, std::optional<double> s1, \
+      std::optional<double> s2
+TPJ_UPSAMPLE_FWD(nearest3d, "aten::upsample_nearest3d", kNearest, false, (Scales{s0, s1, s2}),
+                 at::upsample_nearest3d(in, output_size, s0, s1, s2))
+TPJ_UPSAMPLE_FWD(nearest_exact3d, "aten::_upsample_nearest_exact3d", kNearestExact, false,
+                 (Scales{s0, s1, s2}), at::_upsample_nearest_exact3d(in, output_size, s0, s1, s2))
+#undef ARGS
+#define ARGS                                                                               \
+  at::IntArrayRef output_size, bool ac, std::optional<double> s0, std::optional<double> s1, \
+      std::optional<double> s2
+TPJ_UPSAMPLE_FWD(trilinear3d, "aten::upsample_trilinear3d", kLinear, ac, (Scales{s0, s1, s2}),
+                 at::upsample_trilinear3d(in, output_size, ac, s0, s1, s2))
+#undef ARGS
+#undef TPJ_UPSAMPLE_FWD
+
+// Backward: grad_output -> grad_input shaped input_size.
+#define TPJ_UPSAMPLE_BWD(NAME, OP, MODE, AC, SCALES, CALL)                               \
+  Tensor NAME(const Tensor& grad, ARGS) {                                                 \
+    auto f = [&](const Tensor& g) { return CALL; };                                       \
+    Tensor m = f(to_meta(grad));                                                          \
+    return run_upsample(OP, grad, m, MODE, AC, SCALES, f);                                \
+  }
+
+#define ARGS at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0
+TPJ_UPSAMPLE_BWD(nearest1d_backward, "aten::upsample_nearest1d_backward", kNearest, false,
+                 (Scales{s0}), at::upsample_nearest1d_backward(g, output_size, input_size, s0))
+TPJ_UPSAMPLE_BWD(nearest_exact1d_backward, "aten::_upsample_nearest_exact1d_backward",
+                 kNearestExact, false, (Scales{s0}),
+                 at::_upsample_nearest_exact1d_backward(g, output_size, input_size, s0))
+#undef ARGS
+#define ARGS \
+  at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac, std::optional<double> s0
+TPJ_UPSAMPLE_BWD(linear1d_backward, "aten::upsample_linear1d_backward", kLinear, ac, (Scales{s0}),
+                 at::upsample_linear1d_backward(g, output_size, input_size, ac, s0))
+#undef ARGS
+#define ARGS                                                                        \
+  at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0, \
+      std::optional<double> s1
+TPJ_UPSAMPLE_BWD(nearest2d_backward, "aten::upsample_nearest2d_backward", kNearest, false,
+                 (Scales{s0, s1}),
+                 at::upsample_nearest2d_backward(g, output_size, input_size, s0, s1))
+TPJ_UPSAMPLE_BWD(nearest_exact2d_backward, "aten::_upsample_nearest_exact2d_backward",
+                 kNearestExact, false, (Scales{s0, s1}),
+                 at::_upsample_nearest_exact2d_backward(g, output_size, input_size, s0, s1))
+#undef ARGS
+#define ARGS                                                                    \
+  at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac,              \
+      std::optional<double> s0, std::optional<double> s1
+TPJ_UPSAMPLE_BWD(bilinear2d_backward, "aten::upsample_bilinear2d_backward", kLinear, ac,
+                 (Scales{s0, s1}),
+                 at::upsample_bilinear2d_backward(g, output_size, input_size, ac, s0, s1))
+#undef ARGS
+#define ARGS                                                                        \
+  at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0, \
+      std::optional<double> s1, std::optional<double> s2
+TPJ_UPSAMPLE_BWD(nearest3d_backward, "aten::upsample_nearest3d_backward", kNearest, false,
+                 (Scales{s0, s1, s2}),
+                 at::upsample_nearest3d_backward(g, output_size, input_size, s0, s1, s2))
+TPJ_UPSAMPLE_BWD(nearest_exact3d_backward, "aten::_upsample_nearest_exact3d_backward",
+                 kNearestExact, false, (Scales{s0, s1, s2}),
+                 at::_upsample_nearest_exact3d_backward(g, output_size, input_size, s0, s1, s2))
+#undef ARGS
+#define ARGS                                                                    \
+  at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac,              \
+      std::optional<double> s0, std::optional<double> s1, std::optional<double> s2
+TPJ_UPSAMPLE_BWD(trilinear3d_backward, "aten::upsample_trilinear3d_backward", kLinear, ac,
+                 (Scales{s0, s1, s2}),
+                 at::upsample_trilinear3d_backward(g, output_size, input_size, ac, s0, s1, s2))
+#undef ARGS
+#undef TPJ_UPSAMPLE_BWD
+
+// The .out / .grad_input forms: compute, then write into the caller's tensor.
+template <typename... A>
+struct OutForm {
+  template <Tensor (*F)(const Tensor&, A...)>
+  static Tensor& call(const Tensor& x, A... args, Tensor& out) {
+    Tensor r = F(x, args...);
+    at::native::resize_output(out, r.sizes());
+    assign_result(out, r, "aten::upsample.out");
+    return out;
+  }
+};
+
+using D = std::optional<double>;
+using L = at::IntArrayRef;
+
+}  // namespace
+}  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
+#define REG(NAME, FN, OUTNAME, ...)                                 \
+  m.impl(NAME, TORCH_FN(FN));                                       \
+  m.impl(OUTNAME, TORCH_FN((OutForm<__VA_ARGS__>::call<&FN>)));
+  REG("upsample_nearest1d", nearest1d, "upsample_nearest1d.out", L, D)
+  REG("_upsample_nearest_exact1d", nearest_exact1d, "_upsample_nearest_exact1d.out", L, D)
+  REG("upsample_linear1d", linear1d, "upsample_linear1d.out", L, bool, D)
+  REG("upsample_nearest2d", nearest2d, "upsample_nearest2d.out", L, D, D)
+  REG("_upsample_nearest_exact2d", nearest_exact2d, "_upsample_nearest_exact2d.out", L, D, D)
+  REG("upsample_bilinear2d", bilinear2d, "upsample_bilinear2d.out", L, bool, D, D)
+  REG("upsample_nearest3d", nearest3d, "upsample_nearest3d.out", L, D, D, D)
+  REG("_upsample_nearest_exact3d", nearest_exact3d, "_upsample_nearest_exact3d.out", L, D, D, D)
+  REG("upsample_trilinear3d", trilinear3d, "upsample_trilinear3d.out", L, bool, D, D, D)
+  REG("upsample_nearest1d_backward", nearest1d_backward, "upsample_nearest1d_backward.grad_input",
+      L, L, D)
+  REG("_upsample_nearest_exact1d_backward", nearest_exact1d_backward,
+      "_upsample_nearest_exact1d_backward.grad_input", L, L, D)
+  REG("upsample_linear1d_backward", linear1d_backward, "upsample_linear1d_backward.grad_input", L,
+      L, bool, D)
+  REG("upsample_nearest2d_backward", nearest2d_backward, "upsample_nearest2d_backward.grad_input",
+      L, L, D, D)
+  REG("_upsample_nearest_exact2d_backward", nearest_exact2d_backward,
+      "_upsample_nearest_exact2d_backward.grad_input", L, L, D, D)
+  REG("upsample_bilinear2d_backward", bilinear2d_backward,
+      "upsample_bilinear2d_backward.grad_input", L, L, bool, D, D)
+  REG("upsample_nearest3d_backward", nearest3d_backward, "upsample_nearest3d_backward.grad_input",
+      L, L, D, D, D)
+  REG("_upsample_nearest_exact3d_backward", nearest_exact3d_backward,
+      "_upsample_nearest_exact3d_backward.grad_input", L, L, D, D, D)
+  REG("upsample_trilinear3d_backward", trilinear3d_backward,
+      "upsample_trilinear3d_backward.grad_input", L, L, bool, D, D, D)
+#undef REG
+}
