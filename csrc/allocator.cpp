@@ -200,7 +200,14 @@ tpj_box_t* box_of(const c10::Storage& s) {
   return box;
 }
 
-tpj_box_t* box_of(const at::Tensor& t) { return box_of(t.storage()); }
+tpj_box_t* box_of(const at::Tensor& t) {
+  // A kernel reached through another operand's dispatch key (a CPU weight
+  // with a tpu index) must raise, not read a CPU pointer as a box.
+  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected all tensors to be on the same device, but found a tensor on ", t.device(),
+              " where a tpu tensor was expected");
+  return box_of(t.storage());
+}
 
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
   TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");

@@ -247,6 +247,12 @@ void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* GradScaler's unscale and scale update (ops/amp.c). */
 void tpj_lower_amp_unscale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_amp_update_scale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* Ops Hugging Face models reach: isin, histc, _grouped_mm (ops/hf.c). */
+void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* One parameter's fused Adam/AdamW step (ops/fused_adam.c). */
+void tpj_lower_fused_adam(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }
