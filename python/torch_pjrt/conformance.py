@@ -35,6 +35,7 @@ DTYPES = ["float32", "bfloat16", "float16", "float64", "int64", "int32", "bool",
 STATUSES = ["PASS", "FALLBACK", "FAIL", "SKIP"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TAG = "@@ROW "
+_BEAT = "@@BEAT"
 
 
 # ---------------------------------------------------------------- op database
@@ -172,8 +173,17 @@ def _leaf_copy(device):
     # CPU reference gets copies, the tpu run the sample's own tensors as fresh leaves.
     # A tensor a sample builder put on the CPU on purpose (tensor_split's indices)
     # stays on the CPU in both runs.
+    # A view keeps its place in its base's storage (as_strided partial_views reads
+    # outside the view's own elements), so a view's CPU copy is the same view of a
+    # CPU copy of its base.
     def f(t):
-        c = t.detach().cpu().clone() if device == "cpu" else t.detach()
+        if device != "cpu":
+            c = t.detach()
+        elif t._base is not None and t.device.type != "cpu":
+            base = t._base.detach().cpu().clone()
+            c = base.as_strided(t.size(), t.stride(), t.storage_offset())
+        else:
+            c = t.detach().cpu().clone()
         return c.requires_grad_(t.requires_grad)
     return f
 
@@ -253,7 +263,7 @@ def _brief(e: BaseException) -> str:
     return text[:400]
 
 
-def run_row(op, dtype_name: str, quick: bool) -> dict:
+def run_row(op, dtype_name: str, quick: bool, beat=None) -> dict:
     import torch
 
     import torch_pjrt
@@ -274,6 +284,8 @@ def run_row(op, dtype_name: str, quick: bool) -> dict:
         # Fallbacks while building samples (make_tensor's RNG, masks) are not the op's.
         torch_pjrt.reset_fallbacks()
         for i, sample in enumerate(samples):
+            if beat:
+                beat()
             try:
                 cpu_out, cpu_leaves = _run(op, sample, "cpu")
                 cpu_res = sample.output_process_fn_grad(cpu_out)
@@ -322,14 +334,26 @@ def worker() -> int:
 
     ops = {op_key(op): op for op in load_op_db()}
     out = sys.stdout
+
+    def beat():  # progress: the parent's timeout counts from the last sample started
+        out.write(_BEAT + "\n")
+        out.flush()
+
     out.write(_TAG + json.dumps({"ready": True}) + "\n")
     out.flush()
     for line in sys.stdin:
         req = json.loads(line)
         t0 = time.time()
         op = ops.get((req["op"], req["variant"]))
+        if req["op"] == os.environ.get("TORCH_PJRT_CONFORMANCE_CRASH"):
+            # Test hook: the isolation path (a row that takes its worker down).
+            import signal
+
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if req["op"] == os.environ.get("TORCH_PJRT_CONFORMANCE_HANG"):
+            time.sleep(3600)  # Test hook: the per-row timeout.
         try:
-            res = run_row(op, req["dtype"], req["quick"]) if op else {
+            res = run_row(op, req["dtype"], req["quick"], beat) if op else {
                 "status": "SKIP", "detail": "not in this torch's op_db"}
         except BaseException as e:  # noqa: BLE001  (one row never ends the worker)
             res = {"status": "FAIL", "detail": f"harness: {_brief(e)}",
@@ -354,7 +378,8 @@ class _Worker:
         self.buf = ""
 
     def read(self, timeout: float):
-        """The next tagged reply, or ("timeout"|"exit", None)."""
+        """The next tagged reply, or ("timeout"|"exit", None); timeout counts from the
+        request or from the worker's last heartbeat (one per sample)."""
         deadline = time.time() + timeout
         fd = self.p.stdout.fileno()
         while True:
@@ -362,6 +387,8 @@ class _Worker:
                 line, self.buf = self.buf.split("\n", 1)
                 if line.startswith(_TAG):
                     return "ok", json.loads(line[len(_TAG):])
+                if line.startswith(_BEAT):
+                    deadline = time.time() + timeout
             left = deadline - time.time()
             if left <= 0:
                 return "timeout", None
@@ -418,7 +445,7 @@ def sweep(rows, quick: bool, jobs: int, timeout: float, progress=True) -> list[d
             if st != "ok":
                 if st == "timeout":
                     w.kill()
-                    res = {"status": "FAIL", "detail": f"timeout after {timeout:.0f} s"}
+                    res = {"status": "FAIL", "detail": f"timeout: one sample ran over {timeout:.0f} s"}
                 else:
                     res = {"status": "FAIL", "detail": w.exit_reason()}
                 w = start()
@@ -607,7 +634,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dtypes", default=None, help="comma list (default: all eight)")
     ap.add_argument("--ops", default=None, help="comma list of op names or name.variant")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per row (60, quick 30)")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds per sample (60, quick 30)")
     ap.add_argument("--out", default=None, help="json to write (default: none in quick mode, "
                     "docs/coverage.json otherwise)")
     ap.add_argument("--update", action="store_true",
