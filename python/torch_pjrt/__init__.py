@@ -40,6 +40,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 
 from .bucketing import bucket_size, pad_to_bucket  # noqa: E402,F401
+from . import _exit  # noqa: E402,F401  (drains autograd workers at exit)
 
 __version__ = "0.1.0"
 
