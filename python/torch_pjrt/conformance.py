@@ -7,7 +7,10 @@
 Every OpInfo of torch.testing._internal.common_methods_invocations.op_db (name and
 variant) and every swept dtype the op supports on CPU is one row. Each sample of
 op.sample_inputs("cpu", dtype) runs on CPU and on tpu and the results are compared the
-way PyTorch's test_ops.py test_compare_cpu does (see tolerance()). Float32 rows of
+way PyTorch's test_ops.py test_compare_cpu does (see tolerance()); a result outside
+the tolerance still passes if it is no further from a float64 CPU result than twice
+the CPU's own error (_no_worse_than_cpu), and a random op's samples (two CPU runs
+differ, or upstream reseeds per call) compare shapes and dtypes only. Float32 rows of
 differentiable ops also compare gradients for a random cotangent. A row is
   PASS      every sample matched and no aten op fell back to the CPU,
   FALLBACK  every sample matched but some aten ops ran on the CPU (listed),
@@ -231,25 +234,90 @@ def _to_cpu(x):
     return _map(x, lambda t: t.detach().cpu(), {})
 
 
-def _compare(actual, expected, op) -> None:
+def _ref64(op, sample, cots):
+    """The op (and, with cotangents, its grads) on CPU with floating tensors in float64."""
+    import torch
+
+    def up(t):
+        c = t.detach().cpu().clone()
+        if c.is_floating_point():
+            c = c.double()
+        elif c.is_complex():
+            c = c.to(torch.complex128)
+        return c.requires_grad_(t.requires_grad)
+
+    memo: dict = {}
+    inp, args, kwargs = (_map(x, up, memo) for x in (sample.input, sample.args, sample.kwargs))
+    res = sample.output_process_fn_grad(op(inp, *args, **kwargs))
+    grads = None
+    if cots is not None:
+        leaves = [t for t in _tensors([inp, args, kwargs], []) if t.requires_grad]
+        outs = [t for t in _tensors(res, []) if t.requires_grad]
+        grads = torch.autograd.grad(outs, leaves, [c.to(o.dtype) for c, o in zip(cots, outs)],
+                                    allow_unused=True)
+    return res, grads
+
+
+def _no_worse_than_cpu(actual, expected, ref, atol) -> bool:
+    """The float64 tie-break: a result that misses the CPU's by more than the tolerance
+    still passes when its largest error against the float64 result is at most twice
+    the CPU's own plus atol (ill-conditioned inputs: logcumsumexp of 1e4, a near-
+    singular solve), with NaN and infinities where the CPU has them."""
+    import torch
+
+    if ref is None or not (expected.is_floating_point() or expected.is_complex()):
+        return False
+    if ref.shape != expected.shape or actual.shape != expected.shape:
+        return False
+    a, e, r = (x.detach().to(torch.complex128 if x.is_complex() else torch.float64)
+               for x in (actual, expected, ref))
+    fin = torch.isfinite(e) & torch.isfinite(r)
+    if not torch.equal(torch.isnan(a), torch.isnan(e)) or not torch.equal(a[~fin & ~torch.isnan(e)],
+                                                                           e[~fin & ~torch.isnan(e)]):
+        return False
+    if not fin.any():
+        return True
+    ea = (a - r).abs()[fin].max().item()
+    ee = (e - r).abs()[fin].max().item()
+    return ea <= 2 * ee + atol
+
+
+def _compare(actual, expected, op, ref=None) -> None:
     """assert_close over nested results, each tensor with the tolerance of its own
-    dtype (an integer-input row can have float outputs: softmax with dtype=)."""
+    dtype (an integer-input row can have float outputs: softmax with dtype=). ref,
+    when given, is a callable giving the float64 result for the tie-break."""
     import torch
 
     if isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor):
         atol, rtol = tolerance(op, expected.dtype)
-        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True,
-                                   check_device=False, check_stride=False, check_layout=False)
+        try:
+            torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True,
+                                       check_device=False, check_stride=False, check_layout=False)
+        except AssertionError:
+            try:
+                r = ref() if ref is not None else None
+            except Exception:  # noqa: BLE001  (no float64 kernel: no tie-break)
+                r = None
+            if (not isinstance(r, torch.Tensor) or actual.dtype != expected.dtype
+                    or not _no_worse_than_cpu(actual, expected, r, atol)):
+                raise
     elif isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         if len(actual) != len(expected):
             raise AssertionError(f"{len(actual)} outputs, expected {len(expected)}")
-        for a, b in zip(actual, expected):
-            _compare(a, b, op)
+        refs = None
+        for i, (a, b) in enumerate(zip(actual, expected)):
+            def sub(i=i):
+                nonlocal refs
+                if refs is None:
+                    refs = ref()
+                return refs[i]
+            _compare(a, b, op, sub if ref is not None else None)
     elif isinstance(expected, dict) and isinstance(actual, dict):
         if actual.keys() != expected.keys():
             raise AssertionError(f"output keys {sorted(actual)}, expected {sorted(expected)}")
         for k in expected:
-            _compare(actual[k], expected[k], op)
+            _compare(actual[k], expected[k], op,
+                     (lambda k=k: ref()[k]) if ref is not None else None)
     else:
         torch.testing.assert_close(actual, expected, equal_nan=True, check_device=False)
 
@@ -257,6 +325,10 @@ def _compare(actual, expected, op) -> None:
 def _is_random(op, sample, cpu_res) -> bool:
     import torch
 
+    # OpInfos of random ops that upstream wraps in wrapper_set_seed reseed the RNG on
+    # every call, so two CPU runs agree; tpu's generator is a different algorithm.
+    if "wrapper_set_seed" in getattr(getattr(op.op, "__code__", None), "co_names", ()):
+        return True
     try:
         torch.manual_seed(2)
         again = sample.output_process_fn_grad(_run(op, sample, "cpu")[0])
@@ -329,15 +401,23 @@ def run_row(op, dtype_name: str, quick: bool, beat=None) -> dict:
                     _compare_meta(_to_cpu(tpu_res), _to_cpu(cpu_res))
                     randoms += 1
                 else:
-                    _compare(_to_cpu(tpu_res), _to_cpu(cpu_res), op)
+                    ref = lambda: _ref64(op, sample, None)[0]  # noqa: E731
+                    _compare(_to_cpu(tpu_res), _to_cpu(cpu_res), op, ref)
                 if cpu_g is not None and not random:
                     where = f"sample {i} grad"
                     tpu_g, _ = _grads(tpu_res, tpu_leaves, cots)
-                    for a, b in zip(tpu_g, cpu_g):
+                    ref_g = []
+
+                    def ref(k):
+                        if not ref_g:
+                            ref_g.append(_ref64(op, sample, cots)[1])
+                        return ref_g[0][k]
+
+                    for k, (a, b) in enumerate(zip(tpu_g, cpu_g)):
                         if (a is None) != (b is None):
                             raise AssertionError("grad defined on one device only")
                         if a is not None:
-                            _compare(a.cpu(), b, op)
+                            _compare(a.cpu(), b, op, lambda k=k: ref(k))
                     checked_grads += 1
             except Exception as e:
                 return {"status": "FAIL", "detail": f"{where}: {_brief(e)}",
@@ -610,7 +690,11 @@ def markdown(doc: dict) -> str:
         "`docs/coverage.json`, which `python -m torch_pjrt.conformance` writes: every OpInfo of",
         "PyTorch's `op_db` (name.variant) and dtype the op supports on CPU, every sample run on",
         "CPU and on tpu and compared with test_compare_cpu's tolerances; float32 rows of",
-        "differentiable ops also compare gradients. PASS: right answer, every aten op native.",
+        "differentiable ops also compare gradients. Two documented departures: bfloat16 uses",
+        "rtol 1.6e-2 (torch.testing's bf16 default; one bf16 rounding is 2**-8), and a result",
+        "outside the tolerance passes if its largest error against a float64 CPU result is at",
+        "most twice the CPU's own plus atol (ill-conditioned samples). Random ops compare",
+        "shapes and dtypes. PASS: right answer, every aten op native.",
         "FALLBACK: right answer, some aten ops ran on the CPU (listed). FAIL: wrong answer,",
         "exception, crash or timeout. SKIP: nothing comparable (reason given).",
         "",
