@@ -157,3 +157,13 @@ def test_softmax_of_a_scalar(fn, no_leaks):
     x = torch.tensor([1.5, float("-inf"), float("inf"), float("nan")])
     for v in x:
         torch.testing.assert_close(fn(v.to("tpu"), 0).cpu(), fn(v, 0), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_div_trunc_half_rounds_quotient_first(dtype, no_leaks):
+    # ops/math.c div_mode: CPU rounds a/b to the half dtype before truncating.
+    g = torch.Generator().manual_seed(0)
+    a = (torch.randn(4096, generator=g) * 10).to(dtype)
+    b = torch.randn(4096, generator=g).to(dtype)
+    got = torch.div(a.to("tpu"), b.to("tpu"), rounding_mode="trunc").cpu()
+    torch.testing.assert_close(got, torch.div(a, b, rounding_mode="trunc"), atol=0, rtol=0)
