@@ -167,3 +167,17 @@ def test_div_trunc_half_rounds_quotient_first(dtype, no_leaks):
     b = torch.randn(4096, generator=g).to(dtype)
     got = torch.div(a.to("tpu"), b.to("tpu"), rounding_mode="trunc").cpu()
     torch.testing.assert_close(got, torch.div(a, b, rounding_mode="trunc"), atol=0, rtol=0)
+
+
+def test_sort_indices_may_differ_only_between_equal_values():
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    ops = {conformance.op_key(o): o for o in conformance.load_op_db()}
+    x = torch.tensor([3.0, 1.0, 3.0, 2.0])
+    cpu = torch.sort(x)
+    sample = SampleInput(x)
+    ties = torch.return_types.sort((cpu.values, torch.tensor([1, 3, 2, 0])))  # 3.0 at 0 and 2
+    wrong = torch.return_types.sort((cpu.values, torch.tensor([1, 3, 0, 1])))  # not a permutation
+    assert conformance._same_up_to_ties(ops[("sort", "")], sample, ties, cpu)
+    assert not conformance._same_up_to_ties(ops[("sort", "")], sample, wrong, cpu)
+    assert not conformance._same_up_to_ties(ops[("add", "")], sample, ties, cpu)
