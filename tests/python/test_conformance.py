@@ -181,3 +181,20 @@ def test_sort_indices_may_differ_only_between_equal_values():
     assert conformance._same_up_to_ties(ops[("sort", "")], sample, ties, cpu)
     assert not conformance._same_up_to_ties(ops[("sort", "")], sample, wrong, cpu)
     assert not conformance._same_up_to_ties(ops[("add", "")], sample, ties, cpu)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16])  # bf16: a few cancellations still differ
+def test_addcmul_addcdiv_lerp_half_compute_in_float(dtype, no_leaks):
+    # ops/elementwise.c: CPU computes these fused ops in float32 and rounds once.
+    g = torch.Generator().manual_seed(0)
+    s, t1, t2, w = (torch.randn(4096, generator=g).to(dtype) for _ in range(4))
+    t2 = t2.abs() + 0.5
+    tp = [v.to("tpu") for v in (s, t1, t2, w)]
+    torch_pjrt.reset_metrics()
+    for fn in (lambda a, b, c, d: torch.addcmul(a, b, c, value=0.7),
+               lambda a, b, c, d: torch.addcdiv(a, b, c, value=-1.3),
+               lambda a, b, c, d: torch.lerp(a, b, d)):
+        # the sweep's tolerances: a float32 evaluation order may move one half ulp
+        torch.testing.assert_close(fn(*tp).cpu(), fn(s, t1, t2, w), atol=1e-3,
+                                   rtol=1.6e-2 if dtype == torch.bfloat16 else 1e-3)
+    assert torch_pjrt.fallbacks() == {}
