@@ -198,3 +198,15 @@ def test_addcmul_addcdiv_lerp_half_compute_in_float(dtype, no_leaks):
         torch.testing.assert_close(fn(*tp).cpu(), fn(s, t1, t2, w), atol=1e-3,
                                    rtol=1.6e-2 if dtype == torch.bfloat16 else 1e-3)
     assert torch_pjrt.fallbacks() == {}
+
+
+def test_matmul_reads_conjugate_and_negative_views(no_leaks):
+    # csrc/tensor.cpp OpArgs::tensor: mm & co. receive conj/neg views unresolved
+    # (PyTorch lets them through for BLAS); x @ x.conj().T and torch.cov were wrong.
+    x = torch.randn(3, 4, dtype=torch.complex64)
+    t = x.to("tpu")
+    torch.testing.assert_close(torch.mm(t, t.conj().T).cpu(), torch.mm(x, x.conj().T))
+    torch.testing.assert_close(torch.cov(t).cpu(), torch.cov(x))
+    y = torch.randn(3, 4)
+    u = y.to("tpu")
+    torch.testing.assert_close(torch.mm(u._neg_view(), u.T).cpu(), torch.mm(y._neg_view(), y.T))
