@@ -94,7 +94,11 @@ OpArgs::~OpArgs() {
   for (auto* b : owned) tpj_rt_buffer_release(b);
 }
 
-void OpArgs::tensor(const at::Tensor& t) {
+void OpArgs::tensor(const at::Tensor& t_in) {
+  // A conjugate or negative view reaches kernels that PyTorch lets through the
+  // Conjugate/Negative keys (mm, bmm, addmm, dot...: BLAS reads the bit); the
+  // lowerings read stored values, so resolve the bit first (x @ x.conj().T was wrong).
+  const at::Tensor t = (t_in.is_conj() || t_in.is_neg()) ? t_in.resolve_conj().resolve_neg() : t_in;
   tpj_exec_arg_t a;
   std::memset(&a, 0, sizeof(a));
   a.buf = buffer_of(t);

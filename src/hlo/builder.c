@@ -213,8 +213,11 @@ tpj_hlo_value_t tpj_hlo_emit_compare(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tp
   tpj_hlo_value_t r = tpj_hlo_new_value(b, TPJ_BOOL, x.dims, x.ndim);
   const tpj_hlo_value_t* ops[2] = {&x, &y};
   tpj_hlo_begin_op(b, &r, "stablehlo.compare", ops, 2);
-  tpj_strbuf_printf(&b->body, " {comparison_direction = #stablehlo<comparison_direction %s>}",
-                    dir);
+  /* Signed integers say so: without compare_type the StableHLO folder compares
+   * constant operands as unsigned (tril(1x1, -1) kept the element: 0 <= -1). */
+  int is_signed = tpj_dtype_is_int(x.dtype) && x.dtype != TPJ_U8;
+  tpj_strbuf_printf(&b->body, " {comparison_direction = #stablehlo<comparison_direction %s>%s}",
+                    dir, is_signed ? ", compare_type = #stablehlo<comparison_type SIGNED>" : "");
   tpj_hlo_end_op(b, &r, ops, 2);
   return r;
 }

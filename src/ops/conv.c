@@ -343,11 +343,12 @@ void tpj_lower_max_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
 
 /* avg_pool2d's divisor per output position (OH, OW) in dt, following CPU:
  * a window is clipped to the padded input for count_include_pad, to the
- * input otherwise; divisor_override (> 0) replaces both. */
+ * input otherwise; divisor_override (nonzero, negative too, as on CPU)
+ * replaces both. */
 static tpj_hlo_value_t tpj_avg_divisor(tpj_hlo_builder_t* b, const int64_t* a, int64_t H,
                                        int64_t W, int64_t OH, int64_t OW, tpj_dtype_t dt) {
   int64_t od[2] = {OH, OW};
-  if (a[7] > 0)
+  if (a[7] != 0)
     return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, dt, (double)a[7]), od, 2);
   tpj_hlo_value_t cnt[2];
   int64_t sz[2] = {H, W}, on[2] = {OH, OW};

@@ -182,8 +182,9 @@ static tpj_hlo_value_t tpj_create_edge(tpj_hlo_builder_t* b, tpj_hlo_value_t x, 
 }
 
 /* reflection_pad / replication_pad (1d, 2d, 3d): attrs[0] is 1 for
- * reflect; then PyTorch's pads (last dim first), non-negative and checked
- * by the glue against the input's sizes. */
+ * reflect; then PyTorch's pads (last dim first), checked by the glue against
+ * the input's sizes. A negative pad crops that side (out[o] = x[edge(o - lo)]),
+ * so both edges come from the uncropped input and only the middle is cropped. */
 void tpj_lower_edge_pad(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   if (!tpj_create_need(ctx, 1, 1, "pad")) return;
@@ -195,9 +196,22 @@ void tpj_lower_edge_pad(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     tpj_hlo_value_t parts[3];
     int np = 0;
     if (plo > 0) parts[np++] = tpj_create_edge(b, x, d, plo, 1, reflect);
-    parts[np++] = x;
+    tpj_hlo_value_t mid = x;
+    if (plo < 0 || phi < 0) {
+      int64_t start[TPJ_MAX_DIMS] = {0}, limit[TPJ_MAX_DIMS], strides[TPJ_MAX_DIMS];
+      for (int k = 0; k < x.ndim; ++k) {
+        limit[k] = x.dims[k];
+        strides[k] = 1;
+      }
+      start[d] = plo < 0 ? -plo : 0;
+      limit[d] = x.dims[d] + (phi < 0 ? phi : 0);
+      if (limit[d] < start[d]) limit[d] = start[d];
+      mid = tpj_hlo_emit_slice(b, x, start, limit, strides);
+    }
+    if (mid.dims[d] > 0 || np == 0) parts[np++] = mid;
     if (phi > 0) parts[np++] = tpj_create_edge(b, x, d, phi, 0, reflect);
     if (np > 1) x = tpj_hlo_emit_concatenate(b, parts, np, d);
+    else x = parts[0];
   }
   results[0] = x;
 }

@@ -22,6 +22,12 @@ static tpj_dtype_t tpj_compute_dtype(const tpj_op_ctx_t* ctx) {
   return ctx->outs[0].dtype;
 }
 
+/* CPU's half and bfloat16 kernels for the fused ops (addcmul, addcdiv, lerp)
+ * compute in float32 and round once at the end. */
+static tpj_dtype_t tpj_half_opmath(tpj_dtype_t cd) {
+  return (cd == TPJ_F16 || cd == TPJ_BF16) ? TPJ_F32 : cd;
+}
+
 static int tpj_need_inputs(tpj_op_ctx_t* ctx, int n, const char* op) {
   if (ctx->nin >= n) return 1;
   tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s needs %d operands", op, n));
@@ -234,7 +240,7 @@ static void tpj_lower_addc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const ch
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   if (!tpj_need_inputs(ctx, 4, op)) return;
-  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  tpj_dtype_t cd = tpj_half_opmath(tpj_compute_dtype(ctx));
   tpj_hlo_value_t v[4];
   for (int i = 0; i < 4; ++i) v[i] = tpj_ops_cast_to(b, ctx->in[i], cd, o->dims, o->ndim);
   tpj_hlo_value_t p = tpj_hlo_emit_binary(b, op, v[1], v[2]);
@@ -258,7 +264,7 @@ void tpj_lower_lerp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   if (!tpj_need_inputs(ctx, 3, "lerp")) return;
-  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  tpj_dtype_t cd = tpj_half_opmath(tpj_compute_dtype(ctx));
   tpj_hlo_value_t s = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
   tpj_hlo_value_t e = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
   tpj_hlo_value_t w = tpj_ops_cast_to(b, ctx->in[2], cd, o->dims, o->ndim);

@@ -335,6 +335,11 @@ void tpj_lower_div_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     return;
   }
   if (!floor) {
+    /* CPU's half/bfloat16 kernel rounds the quotient to the output dtype before
+     * truncating (2.999 becomes 3.0, then 3), so round it the same way. */
+    tpj_dtype_t od = ctx->outs[0].dtype;
+    if ((od == TPJ_F16 || od == TPJ_BF16) && q.dtype != od)
+      q = tpj_hlo_emit_convert(b, tpj_hlo_emit_convert(b, q, od), q.dtype);
     results[0] = tpj_math_done(ctx, tpj_math_trunc(b, q));
     return;
   }

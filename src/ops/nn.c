@@ -32,8 +32,11 @@ static void tpj_lower_softmax_common(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results
   if (!tpj_softmax_args(ctx, 1, &cd, &d)) return;
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
-  if (x.ndim == 0) {  /* softmax of a scalar is 1, log_softmax 0 */
-    tpj_hlo_value_t v = log ? tpj_hlo_emit_zero(b, cd) : tpj_hlo_emit_one(b, cd);
+  if (x.ndim == 0) {
+    /* softmax of a scalar is 1, log_softmax 0, and NaN for an infinite or NaN
+     * scalar as on CPU (its x - max(x) is inf - inf): x - x gives both. */
+    tpj_hlo_value_t v = tpj_hlo_emit_binary(b, "stablehlo.subtract", x, x);
+    if (!log) v = tpj_hlo_emit_unary(b, "stablehlo.exponential", v);
     results[0] = tpj_hlo_emit_convert(b, v, ctx->outs[0].dtype);
     return;
   }
