@@ -396,8 +396,11 @@ Tensor native_dropout_backward(const Tensor& grad, const Tensor& mask, double sc
   c10::Device dev = common_device(op, {&grad, &mask});
   c10::DeviceGuard guard(dev);
   auto shape = at::infer_size(grad.sizes(), mask.sizes());
-  Tensor out = at::empty(shape, grad.options());
-  at::ScalarType c = compute_of(grad.scalar_type());
+  // CPU computes grad * mask * scale: an integer or bool grad times the
+  // double scale gives the default float dtype.
+  at::ScalarType dt = at::result_type(grad, at::Scalar(scale));
+  Tensor out = at::empty(shape, grad.options().dtype(dt));
+  at::ScalarType c = compute_of(dt);
   OpArgs a;
   a.tensor(grad);
   a.tensor(mask);

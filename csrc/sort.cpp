@@ -195,17 +195,33 @@ int64_t accumulator(at::ScalarType out) {
   return to_tpj_dtype((out == at::kHalf || out == at::kBFloat16) ? at::kFloat : out);
 }
 
+// Complex scans have no lowering (the scan emitters take real operands):
+// CPU's kernel, counted.
+bool complex_on_cpu(const Tensor& self, std::optional<at::ScalarType> dtype, const char* op) {
+  if (!at::isComplexType(self.scalar_type()) && !(dtype && at::isComplexType(*dtype)))
+    return false;
+  check_supported(self, op);
+  dtype_fallback(op, self.scalar_type());
+  return true;
+}
+
 Tensor k_cumsum(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  if (complex_on_cpu(self, dtype, "aten::cumsum"))
+    return at::cumsum(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::cumsum(to_meta(self), dim, dtype);
   return run1("aten::cumsum", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }
 
 Tensor k_cumprod(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  if (complex_on_cpu(self, dtype, "aten::cumprod"))
+    return at::cumprod(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::cumprod(to_meta(self), dim, dtype);
   return run1("aten::cumprod", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }
 
 Tensor k_logcumsumexp(const Tensor& self, int64_t dim) {
+  if (complex_on_cpu(self, std::nullopt, "aten::_logcumsumexp"))
+    return at::_logcumsumexp(self.cpu(), dim).to(self.device());
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()),
                               "\"logcumsumexp_out_cpu\" not implemented for '",
                               self.scalar_type(), "'");

@@ -107,6 +107,11 @@ std::tuple<Tensor, Tensor> k_std_mean(const Tensor& self, OptionalIntArrayRef di
 // ---- logsumexp, linalg_vector_norm -------------------------------------------
 
 Tensor k_logsumexp(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  if (at::isComplexType(self.scalar_type())) {  // no complex lowering: CPU's kernel, counted
+    check_supported(self, "aten::logsumexp");
+    dtype_fallback("aten::logsumexp", self.scalar_type());
+    return at::logsumexp(self.cpu(), dim, keepdim).to(self.device());
+  }
   Tensor m = at::logsumexp(to_meta(self), dim, keepdim);
   return run("aten::logsumexp", self, {m}, accumulator(m.scalar_type()), 0,
              reduced_dims(self, dim))[0];

@@ -413,3 +413,18 @@ def test_cumsum_cumprod_autograd():
         fn(xc).backward(g)
         fn(xt).backward(g.to("tpu"))
         check(xt.grad, xc.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_complex_scans_and_logsumexp_run_cpu_kernels_and_count_them():
+    # No complex lowering for scans or logsumexp: they must give CPU's answer
+    # (not raise) and be counted as fallbacks.
+    x = torch.randn(3, 5, dtype=torch.complex64)
+    xt = x.to("tpu")
+    torch_pjrt.reset_metrics()
+    torch.testing.assert_close(torch.cumsum(xt, 1).cpu(), torch.cumsum(x, 1))
+    torch.testing.assert_close(torch.cumprod(xt, 0).cpu(), torch.cumprod(x, 0))
+    torch.testing.assert_close(torch.logcumsumexp(xt, 1).cpu(), torch.logcumsumexp(x, 1))
+    torch.testing.assert_close(torch.logsumexp(xt, 1).cpu(), torch.logsumexp(x, 1))
+    assert torch.cumsum(xt, 1).device.type == "tpu"
+    fb = torch_pjrt.fallbacks()
+    assert set(fb) == {"aten::cumsum", "aten::cumprod", "aten::_logcumsumexp", "aten::logsumexp"}

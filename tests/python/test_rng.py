@@ -429,3 +429,13 @@ def test_errors_match_cpu():
     same_error(lambda d: torch.randperm(300, device=d, dtype=torch.uint8))
     same_error(lambda d: torch.randperm(3000, device=d, dtype=torch.float16))
     same_error(lambda d: torch.normal(torch.zeros(3, device=d), -torch.ones(3, device=d)))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.float16])
+def test_native_dropout_backward_dtype_matches_cpu(dtype):
+    g = torch.tensor([1, 2, 3, 0]).to(dtype)
+    m = torch.tensor([True, False, True, True])
+    want = torch.ops.aten.native_dropout_backward(g, m, 2.0)
+    got = torch.ops.aten.native_dropout_backward(g.to("tpu"), m.to("tpu"), 2.0)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got.cpu(), want)
