@@ -71,6 +71,17 @@ def _drop_last_traceback():
 
 
 @pytest.fixture
+def native_only():
+    """The test body must run without a CPU fallback (checked after the
+    device has finished its work)."""
+    torch.tpu.synchronize()
+    torch_pjrt.reset_fallbacks()
+    yield
+    torch.tpu.synchronize()
+    assert torch_pjrt.fallbacks() == {}
+
+
+@pytest.fixture
 def no_leaks(request):
     """Asserts the number of live PJRT buffers is back where it started.
 

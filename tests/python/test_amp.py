@@ -10,17 +10,10 @@ import torch.nn.functional as F
 
 import torch_pjrt
 
-pytestmark = pytest.mark.usefixtures("no_leaks")
+pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
 
 D0 = "tpu:0"
 LOW = [torch.bfloat16, torch.float16]
-
-
-@pytest.fixture(autouse=True)
-def native_only():
-    torch_pjrt.reset_fallbacks()
-    yield
-    assert torch_pjrt.fallbacks() == {}
 
 
 def dtype_id(dt):

@@ -9,16 +9,9 @@ from torch.utils.data import DataLoader, Dataset, TensorDataset
 import torch_pjrt
 from conftest import assert_bitwise_equal, make
 
-pytestmark = pytest.mark.usefixtures("no_leaks")
+pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
 
 D0 = "tpu:0"
-
-
-@pytest.fixture(autouse=True)
-def native_only():
-    torch_pjrt.reset_fallbacks()
-    yield
-    assert torch_pjrt.fallbacks() == {}
 
 
 def test_pin_memory_and_is_pinned():

@@ -13,21 +13,11 @@ import torch.nn.functional as F
 import torch_pjrt
 from conftest import dtype_id
 
-pytestmark = pytest.mark.usefixtures("no_leaks")
+pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
 
 N = 100_000
 D0 = "tpu:0"
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-
-
-@pytest.fixture(autouse=True)
-def native_only():
-    """Every test body must run without a CPU fallback."""
-    torch.tpu.synchronize()
-    torch_pjrt.reset_fallbacks()
-    yield
-    torch.tpu.synchronize()
-    assert torch_pjrt.fallbacks() == {}
 
 
 def same_error(fn, match=None):

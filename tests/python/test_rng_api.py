@@ -15,18 +15,9 @@ import torch.nn.functional as F
 import torch_pjrt
 from conftest import run_python
 
-pytestmark = pytest.mark.usefixtures("no_leaks")
+pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
 
 D0, D1 = "tpu:0", "tpu:1"
-
-
-@pytest.fixture(autouse=True)
-def native_only():
-    torch.tpu.synchronize()
-    torch_pjrt.reset_fallbacks()
-    yield
-    torch.tpu.synchronize()
-    assert torch_pjrt.fallbacks() == {}
 
 
 # Each random op that takes generator=, as a function of (device, generator).

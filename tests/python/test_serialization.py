@@ -12,16 +12,9 @@ import torch
 import torch_pjrt
 from conftest import assert_bitwise_equal, make, run_python
 
-pytestmark = pytest.mark.usefixtures("no_leaks")
+pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
 
 D0 = "tpu:0"
-
-
-@pytest.fixture(autouse=True)
-def native_only():
-    torch_pjrt.reset_fallbacks()
-    yield
-    assert torch_pjrt.fallbacks() == {}
 
 
 def round_trip(obj, **load_kw):
