@@ -19,10 +19,6 @@ namespace {
 using at::Scalar;
 using at::Tensor;
 
-at::ScalarType compute_of(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 // CPU's kernels for these ops take floating types only and say so this way.
 void check_floating(const Tensor& t, const char* cpu_name) {
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", cpu_name,
@@ -36,7 +32,7 @@ Tensor run_act(const char* op, std::initializer_list<const Tensor*> ts, const Te
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
-  at::ScalarType cd = compute_of(meta.scalar_type());
+  at::ScalarType cd = accumulator(meta.scalar_type());
   Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
   OpArgs a;
   for (const Tensor* t : ts) add_operand(a, *t, dev.index());
@@ -152,7 +148,7 @@ std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {
   check_floating(x, "log_sigmoid_cpu");
   check_supported(x, op);
   c10::DeviceGuard guard(x.device());
-  at::ScalarType cd = compute_of(x.scalar_type());
+  at::ScalarType cd = accumulator(x.scalar_type());
   Tensor out = at::empty(x.sizes(), x.options());
   Tensor buffer = at::empty(x.sizes(), x.options());
   OpArgs a;

@@ -21,10 +21,6 @@ namespace {
 using at::IntArrayRef;
 using at::Tensor;
 
-at::ScalarType compute_of(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 // ---- convolution -------------------------------------------------------------
 
 struct ConvArgs {
@@ -145,7 +141,7 @@ std::vector<int64_t> conv_output_sizes(const Tensor& input, const Tensor& weight
 }
 
 std::vector<int64_t> conv_attrs(at::ScalarType dt, const ConvArgs& a, bool f0, bool f1, bool f2) {
-  std::vector<int64_t> attrs{to_tpj_dtype(compute_of(dt)), a.transposed, a.groups, a.nsp};
+  std::vector<int64_t> attrs{to_tpj_dtype(accumulator(dt)), a.transposed, a.groups, a.nsp};
   for (const auto* v : {&a.stride, &a.padding, &a.dilation, &a.output_padding})
     attrs.insert(attrs.end(), v->begin(), v->end());
   attrs.push_back(f0);
@@ -294,7 +290,7 @@ Tensor max_pool2d_with_indices_backward_tpu(const Tensor& grad, const Tensor& se
   OpArgs a;
   a.tensor(grad);
   a.tensor(indices);
-  run_op(op, dev.index(), a, {to_tpj_dtype(compute_of(self.scalar_type()))}, {out});
+  run_op(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
   return out;
 }
 
@@ -303,7 +299,7 @@ std::vector<int64_t> avg_attrs(const Tensor& self, IntArrayRef kernel_size, IntA
                                std::optional<int64_t> divisor_override) {
   auto k = pair(kernel_size, kernel_size), s = pair(stride, kernel_size), p = pair(padding, {0});
   return {k[0], k[1], s[0], s[1], p[0], p[1], count_include_pad,
-          divisor_override ? *divisor_override : 0, to_tpj_dtype(compute_of(self.scalar_type()))};
+          divisor_override ? *divisor_override : 0, to_tpj_dtype(accumulator(self.scalar_type()))};
 }
 
 Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
@@ -362,7 +358,7 @@ Tensor adaptive_avg_pool2d_tpu(const Tensor& self, c10::SymIntArrayRef output_si
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   OpArgs a;
   a.tensor(self);
-  run_op(op, dev.index(), a, {to_tpj_dtype(compute_of(self.scalar_type()))}, {out});
+  run_op(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
   return out;
 }
 
@@ -377,7 +373,7 @@ Tensor adaptive_avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self) 
   Tensor out = at::empty(self.sizes(), grad.options());
   OpArgs a;
   a.tensor(grad);
-  run_op(op, dev.index(), a, {to_tpj_dtype(compute_of(self.scalar_type()))}, {out});
+  run_op(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
   return out;
 }
 

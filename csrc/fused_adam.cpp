@@ -14,10 +14,6 @@ namespace {
 using at::Tensor;
 using at::TensorList;
 
-at::ScalarType math_dtype(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 void fused_adam(bool adamw, TensorList params, TensorList grads, TensorList exp_avgs,
                 TensorList exp_avg_sqs, TensorList max_exp_avg_sqs, TensorList state_steps,
                 const Tensor* lr_tensor, double lr, double beta1, double beta2,
@@ -70,7 +66,7 @@ void fused_adam(bool adamw, TensorList params, TensorList grads, TensorList exp_
     if (has_scale) outs.push_back(at::empty(grads[i].sizes(), grads[i].options()));
     run_op(adamw ? "aten::_fused_adamw_" : "aten::_fused_adam_", di, a,
            {adamw, amsgrad, maximize, has_scale, has_inf,
-            to_tpj_dtype(math_dtype(p.scalar_type()))},
+            to_tpj_dtype(accumulator(p.scalar_type()))},
            outs);
     assign_result(p, outs[0], op);
     assign_result(exp_avgs[i], outs[1], op);

@@ -106,11 +106,6 @@ Tensor k_histc(const Tensor& self, int64_t bins, const at::Scalar& min, const at
 
 // ---- _grouped_mm ----------------------------------------------------------------
 
-// The accumulation dtype: float32 for half types, as CPU's matmul kernels.
-at::ScalarType mm_accumulator(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 Tensor k_grouped_mm(const Tensor& self, const Tensor& mat2, const std::optional<Tensor>& offs,
                     const std::optional<Tensor>& bias, std::optional<at::ScalarType> out_dtype) {
   const char* op = "aten::_grouped_mm";
@@ -173,7 +168,7 @@ Tensor k_grouped_mm(const Tensor& self, const Tensor& mat2, const std::optional<
   if (has_offs) a.tensor(*offs);
   if (has_bias) a.tensor(*bias);
   run_op(op, dev.index(), a,
-         {layout, has_bias, to_tpj_dtype(mm_accumulator(self.scalar_type()))}, {out});
+         {layout, has_bias, to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
   return out;
 }
 

@@ -15,10 +15,6 @@ namespace {
 using at::Scalar;
 using at::Tensor;
 
-at::ScalarType compute_of(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 // Runs op with the operands of `ts` (tpu tensors or CPU scalars) into a new
 // tensor shaped like meta_out, after `scalars` are appended.
 Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta_out,
@@ -47,7 +43,7 @@ Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   check_softmax_input(self, dim, "softmax");
   Tensor m = at::_softmax(to_meta(self), dim, half_to_float);
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-  return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(compute_of(self.scalar_type())), d});
+  return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(accumulator(self.scalar_type())), d});
 }
 
 Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
@@ -55,7 +51,7 @@ Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   Tensor m = at::_log_softmax(to_meta(self), dim, half_to_float);
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   return run_like("aten::_log_softmax", {&self}, m,
-                  {to_tpj_dtype(compute_of(self.scalar_type())), d});
+                  {to_tpj_dtype(accumulator(self.scalar_type())), d});
 }
 
 Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
@@ -63,7 +59,7 @@ Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
   Tensor m = at::_softmax_backward_data(to_meta(grad), to_meta(output), dim, input_dtype);
   int64_t d = c10::maybe_wrap_dim(dim, grad.dim());
   return run_like("aten::_softmax_backward_data", {&grad, &output}, m,
-                  {to_tpj_dtype(compute_of(grad.scalar_type())), d});
+                  {to_tpj_dtype(accumulator(grad.scalar_type())), d});
 }
 
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
@@ -71,7 +67,7 @@ Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t di
   Tensor m = at::_log_softmax_backward_data(to_meta(grad), to_meta(output), dim, input_dtype);
   int64_t d = c10::maybe_wrap_dim(dim, grad.dim());
   return run_like("aten::_log_softmax_backward_data", {&grad, &output}, m,
-                  {to_tpj_dtype(compute_of(grad.scalar_type())), d});
+                  {to_tpj_dtype(accumulator(grad.scalar_type())), d});
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
@@ -166,13 +162,13 @@ Tensor cat_list(const std::vector<Tensor>& ts, int64_t dim) {
 Tensor gelu(const Tensor& self, c10::string_view approximate) {
   Tensor m = at::gelu(to_meta(self), approximate);
   return run_like("aten::gelu", {&self}, m,
-                  {to_tpj_dtype(compute_of(self.scalar_type())), approximate == "tanh"});
+                  {to_tpj_dtype(accumulator(self.scalar_type())), approximate == "tanh"});
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, c10::string_view approximate) {
   Tensor m = at::gelu_backward(to_meta(grad), to_meta(self), approximate);
   return run_like("aten::gelu_backward", {&grad, &self}, m,
-                  {to_tpj_dtype(compute_of(m.scalar_type())), approximate == "tanh"});
+                  {to_tpj_dtype(accumulator(m.scalar_type())), approximate == "tanh"});
 }
 
 Tensor meta_or_undefined(const std::optional<Tensor>& t) {
@@ -206,7 +202,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::SymIntAr
     TORCH_CHECK(t->device() == dev, "Expected all tensors to be on the same device, but found at "
                 "least two devices, ", dev, " and ", t->device(), "!");
   c10::DeviceGuard guard(dev);
-  at::ScalarType cd = compute_of(input.scalar_type());
+  at::ScalarType cd = accumulator(input.scalar_type());
   Tensor y = at::empty(m0.sizes(), m0.options().device(dev));
   Tensor mean = at::empty(m1.sizes(), m1.options().device(dev));
   Tensor rstd = at::empty(m2.sizes(), m2.options().device(dev));
@@ -246,7 +242,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(
   if (hw) a.tensor(*weight);
   int64_t axis = input.dim() - static_cast<int64_t>(shape.size());
   run_op(op, dev.index(), a,
-         {to_tpj_dtype(compute_of(input.scalar_type())), axis, hw, 0, r[0].defined(),
+         {to_tpj_dtype(accumulator(input.scalar_type())), axis, hw, 0, r[0].defined(),
           r[1].defined(), r[2].defined()},
          outs);
   return {r[0], r[1], r[2]};

@@ -19,10 +19,6 @@ namespace {
 using at::Tensor;
 using OptTensor = std::optional<Tensor>;
 
-at::ScalarType compute_of(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 bool has(const OptTensor& t) { return t && t->defined(); }
 Tensor meta_or_undefined(const OptTensor& t) { return has(t) ? to_meta(*t) : Tensor(); }
 
@@ -64,7 +60,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTens
   }
   c10::Device dev = device_of(op, ts);
   c10::DeviceGuard guard(dev);
-  at::ScalarType cd = compute_of(input.scalar_type());
+  at::ScalarType cd = accumulator(input.scalar_type());
   Tensor y = empty_like_meta(m0, dev);
   // CPU returns empty saved statistics in eval mode (the meta function
   // sizes them (C,)); follow CPU, whose backward never reads them.
@@ -128,7 +124,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
   if (hw) a.tensor(*weight);
   a.tensor(*mean);
   a.tensor(*var);
-  at::ScalarType cd = compute_of(input.scalar_type());
+  at::ScalarType cd = accumulator(input.scalar_type());
   a.scalar(eps, cd, dev.index());
   run_op(op, dev.index(), a, {to_tpj_dtype(cd), train, hw, mask[0], mask[1], mask[2]}, outs);
   return {r[0], r[1], r[2]};
@@ -171,7 +167,7 @@ std::tuple<Tensor, Tensor, Tensor> group_norm(const Tensor& input, const OptTens
   Tensor y = empty_like_meta(m0, dev), mean = empty_like_meta(m1, dev),
          rstd = empty_like_meta(m2, dev);
   if (input.numel() == 0) return {y, mean, rstd};
-  at::ScalarType cd = compute_of(input.scalar_type());
+  at::ScalarType cd = accumulator(input.scalar_type());
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
   a.scalar(eps, cd, dev.index());
@@ -211,7 +207,7 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
   run_op(op, dev.index(), a,
-         {to_tpj_dtype(compute_of(input.scalar_type())), N.expect_int(), C.expect_int(),
+         {to_tpj_dtype(accumulator(input.scalar_type())), N.expect_int(), C.expect_int(),
           HxW.expect_int(), group, hw, r[0].defined(), r[1].defined(), r[2].defined()},
          outs);
   return {r[0], r[1], r[2]};
@@ -228,7 +224,7 @@ Tensor run_loss(const char* op, const std::vector<const Tensor*>& ts, const Tens
   c10::DeviceGuard guard(dev);
   Tensor out = empty_like_meta(meta, dev);
   if (out.numel() == 0) return out;
-  at::ScalarType cd = compute_of(meta.scalar_type());
+  at::ScalarType cd = accumulator(meta.scalar_type());
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
   if (param) a.scalar(*param, cd, dev.index());
