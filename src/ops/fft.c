@@ -16,8 +16,6 @@
  * attrs: [0] normalization, [1] c2c: forward / r2c: onesided / c2r:
  * last_dim_size, [2] the input is to be conjugated (a conjugate view read as
  * its stored values), [3] the number of dims k, [4..4+k) the dims (wrapped). */
-#include <math.h>
-
 #include "hlo/fft.h"
 #include "ops/ops.h"
 
@@ -124,11 +122,18 @@ static void tpj_lower_fft(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, tpj_fft_k
       break;
     }
   }
-  double scale = div * (norm == 0 ? 1.0 : norm == 1 ? 1.0 / sqrt(signal) : 1.0 / signal);
-  if (scale != 1.0)
-    x = tpj_hlo_emit_binary(b, "stablehlo.multiply", x,
-                            tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, x.dtype, scale),
-                                                      x.dims, x.ndim));
+  /* The scale is computed in f64 (the square root inside the program, which
+   * folds it) and rounded once to the result's precision. */
+  double scale = norm == 2 ? div / signal : div;
+  if (scale != 1.0 || (norm == 1 && signal != 1.0)) {
+    tpj_hlo_value_t s = tpj_hlo_emit_const_f64(b, TPJ_F64, scale);
+    if (norm == 1)
+      s = tpj_hlo_emit_binary(b, "stablehlo.divide", s,
+                              tpj_hlo_emit_unary(b, "stablehlo.sqrt",
+                                                 tpj_hlo_emit_const_f64(b, TPJ_F64, signal)));
+    s = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_convert(b, s, x.dtype), x.dims, x.ndim);
+    x = tpj_hlo_emit_binary(b, "stablehlo.multiply", x, s);
+  }
   if (tpj_hlo_ok(b) && (x.dtype != ctx->outs[0].dtype || x.ndim != ctx->outs[0].ndim)) goto bad;
   for (int d = 0; tpj_hlo_ok(b) && d < x.ndim; ++d)
     if (x.dims[d] != ctx->outs[0].dims[d]) goto bad;
