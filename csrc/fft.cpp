@@ -105,6 +105,30 @@ Tensor& fft_c2c_out(const Tensor& self, c10::SymIntArrayRef dim, int64_t norm, b
   return out_result(out, fft_c2c(self, dim, norm, forward), "aten::_fft_c2c.out");
 }
 
+// On the Conjugate key (hfft passes a conjugate view to _fft_c2r; so do
+// autograd formulas): PyTorch's conjugate fallback would resolve the view
+// through clone -> _copy_from, which for tpu goes through the host. A tpu
+// input goes straight to the kernel above, which conjugates in the program;
+// any other device gets what the fallback does: resolve, then redispatch
+// below the Conjugate key.
+c10::DispatchKeySet below_conjugate(c10::DispatchKeySet ks) {
+  return ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::Conjugate);
+}
+
+Tensor fft_c2r_conj(c10::DispatchKeySet ks, const Tensor& self, at::IntArrayRef dim,
+                    int64_t norm, c10::SymInt last) {
+  if (self.device().is_privateuseone()) return fft_c2r(self, dim, norm, std::move(last));
+  return at::_ops::_fft_c2r::redispatch(below_conjugate(ks), self.resolve_conj(), dim, norm,
+                                        std::move(last));
+}
+
+Tensor fft_c2c_conj(c10::DispatchKeySet ks, const Tensor& self, c10::SymIntArrayRef dim,
+                    int64_t norm, bool forward) {
+  if (self.device().is_privateuseone()) return fft_c2c(self, dim, norm, forward);
+  return at::_ops::_fft_c2c::redispatch(below_conjugate(ks), self.resolve_conj(), dim, norm,
+                                        forward);
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -116,4 +140,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fft_c2r.out", TORCH_FN(fft_c2r_out));
   m.impl("_fft_c2c", TORCH_FN(fft_c2c));
   m.impl("_fft_c2c.out", TORCH_FN(fft_c2c_out));
+}
+
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  using namespace torch_pjrt;
+  m.impl("_fft_c2r", TORCH_FN(fft_c2r_conj));
+  m.impl("_fft_c2c", TORCH_FN(fft_c2c_conj));
 }

@@ -115,6 +115,21 @@ def test_views_and_conjugate_inputs():
     assert torch_pjrt.fallbacks() == {}
 
 
+def test_conjugate_view_is_not_resolved_through_the_host():
+    # hfft hands _fft_c2r a conjugate view; the program conjugates it
+    x = torch.randn(4, 6, dtype=torch.complex64)
+    xt = x.to("tpu")
+    torch.tpu.synchronize()
+    before = torch_pjrt.metrics()
+    y, z = F.hfft(xt), F.fft(xt.conj(), dim=0)
+    torch.tpu.synchronize()
+    after = torch_pjrt.metrics()
+    assert after["h2d_bytes"] == before["h2d_bytes"]
+    assert after["d2h_bytes"] == before["d2h_bytes"]
+    _close(y, F.hfft(x))
+    _close(z, F.fft(x.conj(), dim=0))
+
+
 def test_c2r_ignores_imaginary_edge_bins_like_cpu():
     # irfft reads only the real part of bin 0 and (even n) bin n/2
     x = torch.randn(3, 5, dtype=torch.complex64)
@@ -155,7 +170,7 @@ def test_out_forms():
     assert torch_pjrt.fallbacks() == {}
 
 
-def test_stft_and_spectrogram():
+def test_stft():
     x = torch.randn(2, 200, dtype=torch.float64)
     w = torch.hann_window(32, dtype=torch.float64)
     torch_pjrt.reset_fallbacks()
