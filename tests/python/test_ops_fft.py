@@ -216,3 +216,16 @@ def test_out_of_contract_c2r_size_runs_cpu_kernel_counted():
     assert r.device.type == "tpu"
     torch.testing.assert_close(r.cpu(), torch._fft_c2r(c, [0], 0, 2))
     assert torch_pjrt.fallbacks() == {"aten::_fft_c2r": 1}
+
+
+def test_compiled_graph_runs_fft_without_splits():
+    def f(x):
+        return F.irfft(F.rfft(x, norm="ortho") * 2, n=x.shape[-1]).sum(-1)
+
+    x = torch.randn(3, 10)
+    torch_pjrt.reset_metrics()
+    r = torch.compile(f, backend="tpu")(x.to("tpu"))
+    _close(r, f(x))
+    m = torch_pjrt.metrics()
+    assert m["graph_runs"] == 1 and m["graph_splits"] == 0 and m["graph_eager"] == 0
+    assert torch_pjrt.fallbacks() == {}
