@@ -22,7 +22,7 @@ bool native_dtype(Kind kind, at::ScalarType t) {
   return t == at::kComplexFloat || t == at::kComplexDouble;
 }
 
-// The dims wrapped, or empty when one repeats (left to CPU's kernel).
+// The dims wrapped; *ok is false when one repeats (left to CPU's kernel).
 std::vector<int64_t> wrap_dims(const Tensor& x, at::IntArrayRef dim, bool* ok) {
   std::vector<int64_t> w;
   std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)), false);
@@ -36,11 +36,12 @@ std::vector<int64_t> wrap_dims(const Tensor& x, at::IntArrayRef dim, bool* ok) {
   return w;
 }
 
-// Runs op on self into a tensor shaped like meta(self). `arg` is forward /
-// onesided / last_dim_size; cpu is the same call on a CPU tensor.
-template <typename MetaFn, typename CpuFn>
+// Runs op on self into a tensor shaped like fn(meta self). `arg` is forward /
+// onesided / last_dim_size; fn is the same aten call, on meta tensors for the
+// output shape and argument checks, on CPU tensors for what stays on CPU.
+template <typename Fn>
 Tensor run_fft(const char* op, Kind kind, const Tensor& self, at::IntArrayRef dim,
-               int64_t norm, int64_t arg, MetaFn meta_fn, CpuFn cpu) {
+               int64_t norm, int64_t arg, Fn fn) {
   check_supported(self, op);
   c10::Device dev = self.device();
   bool ok = native_dtype(kind, self.scalar_type()) && self.numel() > 0;
@@ -48,7 +49,7 @@ Tensor run_fft(const char* op, Kind kind, const Tensor& self, at::IntArrayRef di
   if (ok) dims = wrap_dims(self, dim, &ok);
   Tensor meta;
   if (ok) {
-    meta = meta_fn(to_meta(self));  // PyTorch's argument checks and the output shape
+    meta = fn(to_meta(self));  // PyTorch's argument checks and the output shape
     // c2r reads exactly last_dim_size / 2 + 1 bins; CPU's kernels treat
     // other sizes in ways of their own.
     if (kind == kC2R) ok = !dims.empty() && arg >= 1 && self.size(dims.back()) == arg / 2 + 1;
@@ -56,7 +57,7 @@ Tensor run_fft(const char* op, Kind kind, const Tensor& self, at::IntArrayRef di
     if (meta.numel() == 0) ok = false;
   }
   if (!ok) {
-    Tensor r = cpu(self.cpu());  // CPU's error for what CPU refuses
+    Tensor r = fn(self.cpu());  // CPU's error for what CPU refuses
     if (r.numel() > 0) dtype_fallback(op, self.scalar_type());
     return r.to(dev);
   }
@@ -75,19 +76,19 @@ Tensor run_fft(const char* op, Kind kind, const Tensor& self, at::IntArrayRef di
 
 Tensor fft_r2c(const Tensor& self, at::IntArrayRef dim, int64_t norm, bool onesided) {
   auto f = [&](const Tensor& x) { return at::_fft_r2c(x, dim, norm, onesided); };
-  return run_fft("aten::_fft_r2c", kR2C, self, dim, norm, onesided ? 1 : 0, f, f);
+  return run_fft("aten::_fft_r2c", kR2C, self, dim, norm, onesided ? 1 : 0, f);
 }
 
 Tensor fft_c2r(const Tensor& self, at::IntArrayRef dim, int64_t norm, c10::SymInt last) {
   int64_t n = last.guard_int(__FILE__, __LINE__);
   auto f = [&](const Tensor& x) { return at::_fft_c2r(x, dim, norm, n); };
-  return run_fft("aten::_fft_c2r", kC2R, self, dim, norm, n, f, f);
+  return run_fft("aten::_fft_c2r", kC2R, self, dim, norm, n, f);
 }
 
 Tensor fft_c2c(const Tensor& self, c10::SymIntArrayRef sym_dim, int64_t norm, bool forward) {
   auto dim = C10_AS_INTARRAYREF_SLOW(sym_dim);
   auto f = [&](const Tensor& x) { return at::_fft_c2c(x, dim, norm, forward); };
-  return run_fft("aten::_fft_c2c", kC2C, self, dim, norm, forward ? 1 : 0, f, f);
+  return run_fft("aten::_fft_c2c", kC2C, self, dim, norm, forward ? 1 : 0, f);
 }
 
 Tensor& fft_r2c_out(const Tensor& self, at::IntArrayRef dim, int64_t norm, bool onesided,
