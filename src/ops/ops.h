@@ -253,6 +253,10 @@ void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* One parameter's fused Adam/AdamW step (ops/fused_adam.c). */
 void tpj_lower_fused_adam(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* _fft_c2c, _fft_r2c, _fft_c2r: torch.fft and stft (ops/fft.c). */
+void tpj_lower_fft_c2c(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_fft_c2r(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_fft_r2c(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }
