@@ -335,7 +335,8 @@ T3 k_det(const Tensor& A) {
   c10::Device dev = A.device();
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_det(cpu(A)); });
   T3 m = at::_linalg_det(to_meta(A));
-  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {});
+  // CPU factors A^T when A is contiguous; the backward relies on it
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {A.is_contiguous()});
   return {o[0], o[1], o[2]};
 }
 
@@ -353,7 +354,8 @@ T4 k_slogdet(const Tensor& A) {
   c10::Device dev = A.device();
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_slogdet(cpu(A)); });
   T4 m = at::_linalg_slogdet(to_meta(A));
-  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)}, {});
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
+               {A.is_contiguous()});
   return {o[0], o[1], o[2], o[3]};
 }
 

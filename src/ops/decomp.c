@@ -127,6 +127,11 @@ static void chol_loop(Bld* b, Val a, Val* out_l, Val* out_info) {
   int64_t N = a.dims[0], n = a.dims[1];
   tpj_dtype_t dt = a.dtype;
   int64_t dN[1] = {N};
+  if (n == 0 || N == 0) { /* nothing to factor (and no column to slice) */
+    *out_l = a;
+    *out_info = full(b, TPJ_I32, 0, dN, 1);
+    return;
+  }
   Val init[4] = {i64c(b, 0), a, full(b, dt, 0, a.dims, 3), full(b, TPJ_I32, 0, dN, 1)};
   Val c[4], v[4];
   tpj_hlo_while_t w;
@@ -256,6 +261,13 @@ static void lu_loop(Bld* b, Val a, Val* out_lu, Val* out_piv, Val* out_info, Val
   int64_t N = a.dims[0], m = a.dims[1], n = a.dims[2], K = m < n ? m : n;
   tpj_dtype_t dt = a.dtype;
   int64_t dN[1] = {N}, dK[2] = {N, K}, dm[2] = {N, m}, dn[2] = {N, n};
+  if (K == 0 || N == 0) { /* nothing to factor (and no column to slice) */
+    *out_lu = a;
+    *out_piv = full(b, TPJ_I32, 0, dK, 2);
+    *out_info = full(b, TPJ_I32, 0, dN, 1);
+    *out_perm = iota(b, dm, 2, 1);
+    return;
+  }
   Val init[5] = {i64c(b, 0), a, full(b, TPJ_I32, 0, dK, 2), full(b, TPJ_I32, 0, dN, 1),
                  iota(b, dm, 2, 1)};
   Val c[5], v[5];
@@ -324,6 +336,7 @@ static void lu_loop(Bld* b, Val a, Val* out_lu, Val* out_piv, Val* out_info, Val
 static Val perm_of(Bld* b, Val piv, int64_t m) {
   int64_t N = piv.dims[0], K = piv.dims[1];
   int64_t dm[2] = {N, m}, dN[1] = {N};
+  if (K == 0 || N == 0 || m == 0) return iota(b, dm, 2, 1);
   Val piv64 = tpj_hlo_emit_convert(b, piv, TPJ_I64);
   Val init[3] = {i64c(b, 0), iota(b, dm, 2, 1), piv64};
   Val c[3], v[3];
@@ -354,12 +367,14 @@ static Val row_index(Bld* b, Val perm, const int64_t* d) {
 /* y[n, i] = x[n, perm[n, i]] (rows of [N, m, k]); exact, by a gather. */
 static Val take_rows(Bld* b, Val x, Val perm) {
   int64_t flat[1] = {x.dims[0] * x.dims[1] * x.dims[2]};
+  if (flat[0] == 0) return x;
   return tpj_hlo_emit_gather_1d(b, reshape(b, x, flat, 1), row_index(b, perm, x.dims));
 }
 
 /* y[n, perm[n, i]] = x[n, i]: the inverse of take_rows, by a scatter. */
 static Val put_rows(Bld* b, Val x, Val perm) {
   int64_t flat[1] = {x.dims[0] * x.dims[1] * x.dims[2]};
+  if (flat[0] == 0) return x;
   Val y = tpj_hlo_emit_scatter_1d(b, full(b, x.dtype, 0, flat, 1), row_index(b, perm, x.dims), x);
   return reshape(b, y, x.dims, 3);
 }
@@ -466,37 +481,39 @@ void tpj_lower_linalg_inv_ex(tpj_op_ctx_t* ctx, Val* results) {
   results[1] = out_as(b, info, &ctx->outs[1]);
 }
 
-/* aten::_linalg_solve_ex(A, B, left; attrs left, vector_case) ->
- * (result, LU, pivots, info). A is broadcast to LU's (batch) shape; a
- * vector B is a one-column (left) or one-row matrix. */
+/* aten::_linalg_solve_ex(A, B; attrs left, vector_case) -> (result, LU,
+ * pivots, info). LU is A's own (not broadcast); it is broadcast to the
+ * result's batch dims for the solve. A vector B is a one-column (left) or
+ * one-row (right) matrix. */
 void tpj_lower_linalg_solve_ex(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
   int left = (int)ctx->attrs[0], vec = (int)ctx->attrs[1];
+  const tpj_rt_shape_t* o = &ctx->outs[0];
   const tpj_rt_shape_t* olu = &ctx->outs[1];
-  Val a = flat3(b, tpj_hlo_emit_broadcast_to(b, ctx->in[0], olu->dims, olu->ndim));
-  int64_t n = a.dims[1];
-  /* rhs as a matrix with LU's batch dims */
-  int64_t rd[TPJ_MAX_DIMS];
-  int nd = olu->ndim;
-  for (int i = 0; i < nd - 2; ++i) rd[i] = olu->dims[i];
+  Val lu, piv, info, perm;
+  lu_loop(b, flat3(b, ctx->in[0]), &lu, &piv, &info, &perm);
+  int64_t n = lu.dims[1];
+  /* the right-hand side as a matrix with the result's batch dims */
+  int64_t rd[TPJ_MAX_DIMS + 1];
+  int nd = o->ndim + (vec ? 1 : 0);
+  for (int i = 0; i < o->ndim; ++i) rd[i] = o->dims[i];
   Val B = ctx->in[1];
   if (vec) {
-    int64_t bd[TPJ_MAX_DIMS];
-    for (int i = 0; i < B.ndim; ++i) bd[i] = B.dims[i];
-    bd[B.ndim] = 1;
-    if (!left) {
-      bd[B.ndim - 1] = 1;
-      bd[B.ndim] = n;
-    }
+    rd[nd - 2] = left ? n : 1;
+    rd[nd - 1] = left ? 1 : n;
+    int64_t bd[TPJ_MAX_DIMS + 1];
+    for (int i = 0; i < B.ndim - 1; ++i) bd[i] = B.dims[i];
+    bd[B.ndim - 1] = left ? n : 1;
+    bd[B.ndim] = left ? 1 : n;
     B = reshape(b, B, bd, B.ndim + 1);
   }
-  rd[nd - 2] = B.dims[B.ndim - 2];
-  rd[nd - 1] = B.dims[B.ndim - 1];
   Val rhs = flat3(b, tpj_hlo_emit_broadcast_to(b, B, rd, nd));
-  Val lu, piv, info, perm;
-  lu_loop(b, a, &lu, &piv, &info, &perm);
-  Val x = lu_solve_side(b, lu, perm, rhs, left, 0);
-  results[0] = out_as(b, x, &ctx->outs[0]);
+  Val lub = flat3(b, to_batch(b, out_as(b, lu, olu), rd, nd, 2));
+  int64_t pd[TPJ_MAX_DIMS];
+  for (int i = 0; i < olu->ndim - 1; ++i) pd[i] = olu->dims[i];
+  Val permb = flat2(b, to_batch(b, reshape(b, perm, pd, olu->ndim - 1), rd, nd - 1, 1));
+  Val x = lu_solve_side(b, lub, permb, rhs, left, 0);
+  results[0] = out_as(b, x, o);
   results[1] = out_as(b, lu, olu);
   results[2] = out_as(b, piv, &ctx->outs[2]);
   results[3] = out_as(b, info, &ctx->outs[3]);
@@ -515,11 +532,19 @@ static Val perm_sign(Bld* b, Val piv, tpj_dtype_t dt) {
   return tpj_hlo_emit_convert(b, s, dt);
 }
 
-/* aten::_linalg_det(A) -> (det, LU, pivots). */
+/* The matrix det/slogdet factor: A, or A^T when attr 0 is set. PyTorch's
+ * CPU kernels factor A^T for a contiguous real A (det(A^T) = det(A)) and the
+ * backward formulas read the LU they return that way, so ours must match. */
+static Val det_input(tpj_op_ctx_t* ctx) {
+  Val a = flat3(ctx->b, ctx->in[0]);
+  return ctx->nattrs > 0 && ctx->attrs[0] ? mT(ctx->b, a) : a;
+}
+
+/* aten::_linalg_det(A; attr transposed) -> (det, LU, pivots). */
 void tpj_lower_linalg_det(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
   Val lu, piv, info, perm;
-  lu_loop(b, flat3(b, ctx->in[0]), &lu, &piv, &info, &perm);
+  lu_loop(b, det_input(ctx), &lu, &piv, &info, &perm);
   int64_t d1[1] = {1};
   Val prod = tpj_hlo_emit_reduce(b, diag(b, lu), tpj_hlo_emit_one(b, lu.dtype), d1, 1,
                                  "stablehlo.multiply");
@@ -528,11 +553,11 @@ void tpj_lower_linalg_det(tpj_op_ctx_t* ctx, Val* results) {
   results[2] = out_as(b, piv, &ctx->outs[2]);
 }
 
-/* aten::_linalg_slogdet(A) -> (sign, logabsdet, LU, pivots). */
+/* aten::_linalg_slogdet(A; attr transposed) -> (sign, logabsdet, LU, pivots). */
 void tpj_lower_linalg_slogdet(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
   Val lu, piv, info, perm;
-  lu_loop(b, flat3(b, ctx->in[0]), &lu, &piv, &info, &perm);
+  lu_loop(b, det_input(ctx), &lu, &piv, &info, &perm);
   Val d = diag(b, lu);
   int64_t d1[1] = {1};
   Val sgn = tpj_hlo_emit_reduce(b, tpj_hlo_emit_unary(b, "stablehlo.sign", d),
