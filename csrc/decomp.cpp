@@ -143,6 +143,13 @@ Tensor& k_solve_triangular_out(const Tensor& A, const Tensor& B, bool upper, boo
 
 T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool transpose, bool unit) {
   const char* op = "aten::triangular_solve";
+  TORCH_WARN_ONCE(
+      "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular",
+      "and will be removed in a future PyTorch release.\n",
+      "torch.linalg.solve_triangular has its arguments reversed and does not return a copy of one of the inputs.\n",
+      "X = torch.triangular_solve(B, A).solution\n",
+      "should be replaced with\n",
+      "X = torch.linalg.solve_triangular(A, B).");
   c10::Device dev = dev_of(op, {&self, &A});
   if (!native(self) || !native(A))
     return on_cpu(op, self, dev, [&] {
