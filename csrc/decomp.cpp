@@ -181,6 +181,10 @@ Tensor k_cholesky_solve_helper(const Tensor& self, const Tensor& A, bool upper) 
   return run(op, dev, {self, A}, {m}, {upper})[0];
 }
 
+Tensor& k_cholesky_solve_helper_out(const Tensor& self, const Tensor& A, bool upper, Tensor& out) {
+  return put(out, k_cholesky_solve_helper(self, A, upper), "aten::_cholesky_solve_helper");
+}
+
 Tensor k_cholesky_inverse(const Tensor& self, bool upper) {
   const char* op = "aten::cholesky_inverse";
   c10::Device dev = self.device();
@@ -478,6 +482,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triangular_solve", k_triangular_solve);
   m.impl("triangular_solve.X", k_triangular_solve_out);
   m.impl("_cholesky_solve_helper", k_cholesky_solve_helper);
+  m.impl("_cholesky_solve_helper.out", k_cholesky_solve_helper_out);
   m.impl("cholesky_inverse", k_cholesky_inverse);
   m.impl("cholesky_inverse.out", k_cholesky_inverse_out);
   m.impl("linalg_lu_factor_ex", k_lu_factor_ex);
