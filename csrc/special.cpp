@@ -108,6 +108,33 @@ Tensor xlog1py(const Tensor& x, const Tensor& y) {
   return run_special("aten::special_xlog1py", at::special_xlog1py(meta_like(x), meta_like(y)),
                      {&x, &y});
 }
+// The orthogonal polynomials of x and a degree tensor n: attrs[1] is the
+// polynomial, in src/ops/orthopoly.c's order.
+Tensor orthopoly(const char* op, const char* kernel, int64_t kind, const Tensor& meta,
+                 const Tensor& x, const Tensor& n) {
+  no_half(meta, kernel);
+  return run_special(op, meta, {&x, &n}, {kind});
+}
+
+#define TPJ_POLY_FN(name, kind)                                                         \
+  Tensor name(const Tensor& x, const Tensor& n) {                                       \
+    return orthopoly("aten::special_" #name, #name "_cpu", kind,                        \
+                     at::special_##name(meta_like(x), meta_like(n)), x, n);              \
+  }
+
+TPJ_POLY_FN(chebyshev_polynomial_t, 0)
+TPJ_POLY_FN(chebyshev_polynomial_u, 1)
+TPJ_POLY_FN(chebyshev_polynomial_v, 2)
+TPJ_POLY_FN(chebyshev_polynomial_w, 3)
+TPJ_POLY_FN(shifted_chebyshev_polynomial_t, 4)
+TPJ_POLY_FN(shifted_chebyshev_polynomial_u, 5)
+TPJ_POLY_FN(shifted_chebyshev_polynomial_v, 6)
+TPJ_POLY_FN(shifted_chebyshev_polynomial_w, 7)
+TPJ_POLY_FN(hermite_polynomial_h, 8)
+TPJ_POLY_FN(hermite_polynomial_he, 9)
+TPJ_POLY_FN(laguerre_polynomial_l, 10)
+TPJ_POLY_FN(legendre_polynomial_p, 11)
+
 // Only float64 is native: below x = -1e5 or so, float32's Ai depends on the
 // last bit of its huge phase 2/3 (-x)^(3/2), and the fused XLA program does
 // not reproduce CPU's bits there.
@@ -210,6 +237,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     tp::check_no_overlap(o, {&a});
     return tp::out_result(o, at::mvlgamma(a, p), "aten::mvlgamma");
   });
+  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_t", tp::chebyshev_polynomial_t)
+  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_u", tp::chebyshev_polynomial_u)
+  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_v", tp::chebyshev_polynomial_v)
+  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_w", tp::chebyshev_polynomial_w)
+  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_t", tp::shifted_chebyshev_polynomial_t)
+  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_u", tp::shifted_chebyshev_polynomial_u)
+  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_v", tp::shifted_chebyshev_polynomial_v)
+  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_w", tp::shifted_chebyshev_polynomial_w)
+  TPJ_SPECIAL_BINARY("special_hermite_polynomial_h", tp::hermite_polynomial_h)
+  TPJ_SPECIAL_BINARY("special_hermite_polynomial_he", tp::hermite_polynomial_he)
+  TPJ_SPECIAL_BINARY("special_laguerre_polynomial_l", tp::laguerre_polynomial_l)
+  TPJ_SPECIAL_BINARY("special_legendre_polynomial_p", tp::legendre_polynomial_p)
   TPJ_SPECIAL_BINARY("special_zeta", tp::zeta)
   TPJ_SPECIAL_BINARY("special_xlog1py", tp::xlog1py)
   TPJ_SPECIAL_BINARY("nextafter", tp::nextafter)

@@ -2,7 +2,9 @@
 digamma, polygamma (and mvlgamma on top of lgamma), special.zeta, nextafter,
 special.xlog1py, special.entr, i0 / special.i0e / i1 / i1e, sinc, special.ndtri,
 the Bessel functions special.bessel_j0/j1/y0/y1, modified_bessel_i0/i1/k0/k1,
-scaled_modified_bessel_k0/k1, spherical_bessel_j0 and special.airy_ai. Values
+scaled_modified_bessel_k0/k1, spherical_bessel_j0, special.airy_ai and the
+orthogonal polynomials (Chebyshev, shifted Chebyshev, Hermite, Laguerre,
+Legendre). Values
 over wide ranges with poles, negative integers, huge arguments and inf/NaN;
 float32, float64 and the half types (computed in float32 like CPU); integer
 inputs (promoted); in-place and out= forms; gradients; CPU's errors; and that
@@ -227,6 +229,43 @@ def test_ndtri_subnormal_and_edges(native_only):
     for dtype, tiny in ((torch.float32, 1e-40), (torch.float64, 1e-310)):
         y = torch.tensor([tiny, -tiny, 0.0, -0.0, 1.0, 1.5, -0.5, NAN, 0.5], dtype=dtype)
         check(torch.special.ndtri(y.to("tpu")), torch.special.ndtri(y))
+
+
+POLYS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+         "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+         "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+         "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+         "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_orthogonal_polynomials(dtype, native_only):
+    # the ends of the interval, the trigonometric forms (n > 6), Hermite's
+    # degree limit (n > 128 / 512 -> NaN), negative, fractional and NaN n
+    # (no NaN x: CPU's kernels return an uninitialized value for NaN x and
+    # n >= 2 in U, V, W, L and P; we return NaN)
+    g = torch.Generator().manual_seed(2)
+    x = torch.cat([torch.tensor([-1.0, 1.0, 0.0, 0.5, -0.5, 2.0, -2.0, 1e-9, INF]),
+                   torch.rand(30, generator=g) * 4 - 2]).to(dtype)
+    n = torch.tensor([-2.0, 0, 1, 2, 3, 5, 7, 9, 12, 20, 50, 129, 600, 2.7, -0.5, NAN], dtype=dtype)
+    xx, nn = x[:, None].expand(-1, len(n)), n[None, :].expand(len(x), -1)
+    for name in POLYS:
+        fn = getattr(torch.special, name)
+        # large degrees inside (-1, 1) take cos(n acos x): compare absolutely there
+        check(fn(xx.to("tpu"), nn.to("tpu")), fn(xx, nn), dict(rtol=1e-5, atol=1e-3))
+        check(fn(x.to("tpu"), 3), fn(x, 3), TOL[dtype])
+        check(fn(0.25, n.to("tpu")), fn(0.25, n), dict(rtol=1e-5, atol=1e-3))
+
+
+def test_orthogonal_polynomials_out_int_and_errors(native_only):
+    x = torch.arange(-3, 4)
+    n = torch.arange(0, 7)
+    o = torch.empty(0, device="tpu")
+    torch.special.legendre_polynomial_p(x.to("tpu"), n.to("tpu"), out=o)
+    check(o, torch.special.legendre_polynomial_p(x, n), TOL[torch.float32])
+    with pytest.raises(NotImplementedError, match="\"hermite_polynomial_h_cpu\" not implemented "
+                                                  "for 'Half'"):
+        torch.special.hermite_polynomial_h(x.half().to("tpu"), n.half().to("tpu"))
 
 
 def test_airy_ai(native_only):
