@@ -77,6 +77,8 @@ TPJ_SPECIAL_FN(i0e, special_i0e, nullptr)
 TPJ_SPECIAL_FN(i1, special_i1, nullptr)
 TPJ_SPECIAL_FN(i1e, special_i1e, nullptr)
 TPJ_SPECIAL_FN(ndtri, special_ndtri, "ndtri_cpu")
+TPJ_SPECIAL_FN(erfcx, special_erfcx, "erfcx_cpu")
+TPJ_SPECIAL_FN(log_ndtr, special_log_ndtr, "log_ndtr_cpu")
 TPJ_SPECIAL_FN(bessel_j0, special_bessel_j0, "bessel_j0_cpu")
 TPJ_SPECIAL_FN(bessel_j1, special_bessel_j1, "bessel_j1_cpu")
 TPJ_SPECIAL_FN(bessel_y0, special_bessel_y0, "bessel_y0_cpu")
@@ -221,6 +223,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("special_scaled_modified_bessel_k1", TORCH_FN(tp::scaled_modified_bessel_k1));
   TPJ_SPECIAL_OUT("special_airy_ai", tp::airy_ai)
   m.impl("special_airy_ai", TORCH_FN(tp::airy_ai));
+  TPJ_SPECIAL_OUT("special_erfcx", tp::erfcx)
+  m.impl("special_erfcx", TORCH_FN(tp::erfcx));
+  TPJ_SPECIAL_OUT("special_log_ndtr", tp::log_ndtr)
+  m.impl("special_log_ndtr", TORCH_FN(tp::log_ndtr));
   TPJ_SPECIAL_OUT("special_i1e", tp::i1e)
   m.impl("special_i1e", TORCH_FN(tp::i1e));
   m.impl("polygamma", TORCH_FN(tp::polygamma));

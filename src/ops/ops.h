@@ -269,6 +269,8 @@ void tpj_lower_special_i1e(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_sinc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_modified_bessel_i1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_ndtri(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_erfcx(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_log_ndtr(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* the orthogonal polynomials (src/ops/orthopoly.c); attrs[1] names which */
 void tpj_lower_orthopoly(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_airy_ai(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

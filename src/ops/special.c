@@ -808,3 +808,55 @@ void tpj_lower_special_airy_ai(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   r = SEL(CMP(U("stablehlo.abs", x), C(x, HUGE_VAL), "EQ"), C(x, NAN), r);
   results[0] = tpj_hlo_emit_convert(b, r, s.o->dtype);
 }
+
+/* ---- erfcx(x) = exp(x^2) erfc(x) and log_ndtr, in float64 (then rounded):
+ * exp(x^2) erfc(x) directly up to 10, where erfc is still far from
+ * XLA:CPU's flushed subnormals, and Laplace's continued fraction
+ * 1 / (sqrt(pi) (x + (1/2) / (x + 1 / (x + (3/2) / ...)))) above. ---- */
+
+static tpj_hlo_value_t tpj_sp_erfcx_pos(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  tpj_hlo_value_t xs = SEL(CMP(x, C(x, 10.0), "GT"), x, C(x, 10.0));
+  tpj_hlo_value_t t = xs;
+  for (int k = 40; k >= 1; k--) t = ADD(xs, DIV(C(x, 0.5 * k), t));
+  tpj_hlo_value_t cf = DIV(C(x, 0.56418958354775628694807945156), t); /* 1/sqrt(pi) */
+  tpj_hlo_value_t xd = SEL(CMP(x, C(x, 10.0), "GT"), C(x, 0.0), x);
+  tpj_hlo_value_t direct = MUL(U("stablehlo.exponential", MUL(xd, xd)), U("chlo.erfc", xd));
+  return SEL(CMP(x, C(x, 10.0), "GT"), cf, direct);
+}
+
+/* CPU's cases: NaN stays; below -26.7 inf; below -6.1 2 exp(x^2); else
+ * 2 exp(x^2) - erfcx(-x) for negative x */
+static tpj_hlo_value_t tpj_sp_erfcx(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  tpj_hlo_value_t neg = CMP(x, C(x, 0.0), "LT");
+  tpj_hlo_value_t ax = U("stablehlo.abs", x);
+  tpj_hlo_value_t pos = tpj_sp_erfcx_pos(b, ax);
+  tpj_hlo_value_t e2 = MUL(C(x, 2.0), U("stablehlo.exponential", MUL(x, x)));
+  tpj_hlo_value_t r = SEL(neg, SEL(CMP(x, C(x, -6.1), "LT"), e2, SUB(e2, pos)), pos);
+  r = SEL(CMP(x, C(x, -26.7), "LT"), C(x, HUGE_VAL), r);
+  return SEL(tpj_sp_isnan(b, x), x, r);
+}
+
+void tpj_lower_special_erfcx(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_sp_t s;
+  if (!tpj_sp_begin(ctx, 1, 1, "special_erfcx", &s)) return;
+  tpj_hlo_builder_t* b = s.b;
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, tpj_sp_in(ctx, &s, 0), TPJ_F64);
+  results[0] = tpj_hlo_emit_convert(b, tpj_sp_erfcx(b, x), s.o->dtype);
+}
+
+/* log of the standard normal CDF: log(erfcx(-t) / 2) - t^2 below x = -1,
+ * log1p(-erfc(t) / 2) above, t = x / sqrt(2) */
+void tpj_lower_special_log_ndtr(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_sp_t s;
+  if (!tpj_sp_begin(ctx, 1, 1, "special_log_ndtr", &s)) return;
+  tpj_hlo_builder_t* b = s.b;
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, tpj_sp_in(ctx, &s, 0), TPJ_F64);
+  tpj_hlo_value_t t = MUL(x, C(x, 0.70710678118654752440));
+  tpj_hlo_value_t lo = SUB(U("stablehlo.log", DIV(tpj_sp_erfcx(b, U("stablehlo.negate", t)),
+                                                  C(x, 2.0))),
+                           MUL(t, t));
+  tpj_hlo_value_t hi = U("stablehlo.log_plus_one",
+                         U("stablehlo.negate", DIV(U("chlo.erfc", t), C(x, 2.0))));
+  tpj_hlo_value_t r = SEL(CMP(x, C(x, -1.0), "LT"), lo, hi);
+  results[0] = tpj_hlo_emit_convert(b, r, s.o->dtype);
+}

@@ -1,6 +1,7 @@
 """The native special functions against PyTorch's CPU kernels: lgamma,
 digamma, polygamma (and mvlgamma on top of lgamma), special.zeta, nextafter,
 special.xlog1py, special.entr, i0 / special.i0e / i1 / i1e, sinc, special.ndtri,
+special.erfcx, special.log_ndtr,
 the Bessel functions special.bessel_j0/j1/y0/y1, modified_bessel_i0/i1/k0/k1,
 scaled_modified_bessel_k0/k1, spherical_bessel_j0, special.airy_ai and the
 orthogonal polynomials (Chebyshev, shifted Chebyshev, Hermite, Laguerre,
@@ -63,6 +64,8 @@ UNARY = {
     "sinc": torch.sinc,
     # probabilities made on the CPU (the device's sigmoid flushes subnormals)
     "ndtri": lambda x: torch.special.ndtri(torch.sigmoid(x.cpu() / 8).to(x.device)),
+    "erfcx": torch.special.erfcx,
+    "log_ndtr": torch.special.log_ndtr,
 }
 for _name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
               "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
