@@ -102,9 +102,11 @@ Tensor zeta(const Tensor& x, const Tensor& q) {
   return run_special("aten::special_zeta", meta, {&x, &q});
 }
 Tensor nextafter(const Tensor& a, const Tensor& b) {
+  Tensor meta = at::nextafter(meta_like(a), meta_like(b));
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(meta.scalar_type()),
+                              "\"nextafter_cpu\" not implemented for '", meta.scalar_type(), "'");
   // steps to the neighbour in the output's own dtype (bf16's, not float32's)
-  return run_special("aten::nextafter", at::nextafter(meta_like(a), meta_like(b)), {&a, &b}, {},
-                     /*exact_dtype=*/true);
+  return run_special("aten::nextafter", meta, {&a, &b}, {}, /*exact_dtype=*/true);
 }
 Tensor xlog1py(const Tensor& x, const Tensor& y) {
   return run_special("aten::special_xlog1py", at::special_xlog1py(meta_like(x), meta_like(y)),

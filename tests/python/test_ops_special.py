@@ -105,6 +105,16 @@ def test_polygamma_near_poles(dtype, native_only):
         check(torch.polygamma(n, x.to("tpu")), torch.polygamma(n, x), LOOSE[dtype])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_lgamma_near_its_zeros(dtype, native_only):
+    # lgamma vanishes at 1 and 2: relative accuracy there, exact zeros
+    h = torch.tensor([0.0, 1e-6, -1e-6, 1e-4, -1e-4, 1e-2], dtype=dtype)
+    x = torch.cat([1 + h, 2 + h, torch.tensor([True, False]).to(dtype)])
+    check(torch.lgamma(x.to("tpu")), torch.lgamma(x), dict(rtol=1e-5, atol=1e-12))
+    check(torch.lgamma(torch.tensor([True, True, False], device="tpu")),
+          torch.lgamma(torch.tensor([True, True, False])), dict(rtol=0, atol=0))
+
+
 def test_digamma_signed_zero_and_poles(native_only):
     x = torch.tensor([0.0, -0.0, -1.0, -7.0, -INF, INF, NAN])
     out = torch.digamma(x.to("tpu")).cpu()
@@ -222,6 +232,8 @@ def test_errors():
         torch.polygamma(-1, x)
     with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
         torch.arange(3, device="tpu").lgamma_()
+    with pytest.raises(NotImplementedError, match="\"nextafter_cpu\" not implemented for 'Long'"):
+        torch.nextafter(torch.arange(3, device="tpu"), torch.arange(3, device="tpu"))
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.special.zeta(x, torch.ones(3))
     with pytest.raises(RuntimeError, match="result type Float can't be cast"):
