@@ -1,10 +1,14 @@
-// Kernel glue for the special-function family (src/ops/special.c): lgamma,
-// digamma, polygamma, mvlgamma.out, special_zeta, nextafter,
-// special_xlog1py, special_entr, i0, special_i0e/i1/i1e and sinc, each with
-// its in-place and out= forms where PyTorch has them. Output sizes and dtype
-// (and PyTorch's own argument errors) come from running the op on meta
-// tensors; half inputs compute in float32 as CPU's kernels do. Complex
-// inputs run CPU's kernel (counted) where CPU takes them.
+// Kernel glue for the special-function family (src/ops/special.c and
+// orthopoly.c): lgamma, digamma, polygamma, mvlgamma.out, special_zeta,
+// nextafter, special_xlog1py, special_entr, i0, special_i0e/i1/i1e, sinc,
+// special_ndtri, special_erfcx, special_log_ndtr, the Bessel functions
+// (special_bessel_*, special_modified_bessel_*, scaled_modified_bessel_k*,
+// spherical_bessel_j0), special_airy_ai (float64) and the orthogonal
+// polynomials, each with its in-place and out= forms where PyTorch has them.
+// Output sizes and dtype (and PyTorch's own argument errors) come from
+// running the op on meta tensors; half inputs compute in float32 as CPU's
+// kernels do, and where CPU refuses half types so do we. Complex sinc and
+// float32 airy_ai run CPU's kernel (counted).
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
