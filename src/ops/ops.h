@@ -276,6 +276,36 @@ void tpj_lower_linalg_solve_triangular(tpj_op_ctx_t* ctx, tpj_hlo_value_t* resul
 void tpj_lower_lu_unpack(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_triangular_solve(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* special-function family (src/ops/special.c) */
+void tpj_lower_lgamma(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_digamma(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_polygamma(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_zeta(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nextafter(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_xlog1py(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_entr(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_i0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_i0e(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_i1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_i1e(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_sinc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_modified_bessel_i1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_ndtri(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_erfcx(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_log_ndtr(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* the orthogonal polynomials (src/ops/orthopoly.c); attrs[1] names which */
+void tpj_lower_orthopoly(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_airy_ai(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_modified_bessel_k0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_modified_bessel_k1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_scaled_modified_bessel_k0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_scaled_modified_bessel_k1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_bessel_j0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_bessel_j1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_bessel_y0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_bessel_y1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_special_spherical_bessel_j0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 #ifdef __cplusplus
 }
 #endif

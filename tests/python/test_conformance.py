@@ -65,10 +65,10 @@ def test_fallback_rows_name_the_aten_ops(tmp_path):
     # A real fallback row: the sweep must say which aten ops ran on the CPU, and that
     # the answer was still right. Uses an op with no lowering at the time of writing;
     # if it gains one, pick another from docs/COVERAGE.md's fallback list.
-    p, doc = _sweep(tmp_path, "--quick", "--ops", "nn.functional.conv2d,special.i0e",
+    p, doc = _sweep(tmp_path, "--quick", "--ops", "nn.functional.conv2d,igamma",
                     "--dtypes", "float32")
     assert p.returncode == 0, p.stderr[-2000:]
-    r = _row(doc, "special.i0e")
+    r = _row(doc, "igamma")
     assert r["status"] == "FALLBACK" and r["fallbacks"], r
     assert _row(doc, "nn.functional.conv2d")["status"] == "PASS"
 
