@@ -334,6 +334,56 @@ Tensor norm_dim(const Tensor& self, const std::optional<Scalar>& p, at::IntArray
   return at::linalg_vector_norm(self, p.value_or(2.0), dim, keepdim, dtype);
 }
 
+// put_: self's flat elements at index (negative ones wrap) become source's
+// (or gain them, with accumulate). Indices are checked on the host, since
+// XLA would drop an out-of-range write; repeated indices without accumulate
+// run CPU's kernel, where the last write wins (a scatter picks any).
+Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accumulate) {
+  const char* op = "aten::put_";
+  auto cpu_put = [&] {
+    Tensor c = self.cpu();
+    c.put_(index.cpu(), source.cpu(), accumulate);
+    return c;
+  };
+  int64_t n = self.numel(), lo = 0, hi = -1;
+  bool any = index_bounds(index, &lo, &hi);
+  checked_like_cpu(
+      [&] {
+        TORCH_CHECK(index.scalar_type() == at::kLong && source.scalar_type() == self.scalar_type() &&
+                        index.numel() == source.numel() && (!any || (lo >= -n && hi < n)),
+                    "put_: bad arguments");
+      },
+      [&] { cpu_put(); });
+  if (!any) return self;
+  Tensor flat = index.reshape({-1});
+  flat = at::where(at::lt(flat, 0), at::add(flat, n), flat);
+  if (!accumulate && std::get<0>(at::_unique(flat.cpu())).numel() != flat.numel()) {
+    dtype_fallback(op, self.scalar_type());
+    assign_result(self, cpu_put().to(self.device()), op);
+    return self;
+  }
+  Tensor r = at::index_put(self.reshape({-1}), {std::optional<Tensor>(flat)}, source.reshape({-1}),
+                           accumulate);
+  assign_result(self, r.view(self.sizes()), op);
+  return self;
+}
+
+// logspace into out: base ** linspace(start, end, steps), both native, for
+// floating outs (CPU's kernel also takes the exponent in out's dtype); other
+// dtypes run CPU's kernel.
+Tensor& logspace_out(const Scalar& start, const Scalar& end, int64_t steps, double base,
+                     Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  ScalarType t = out.scalar_type();
+  if (!c10::isFloatingType(t)) {
+    dtype_fallback("aten::logspace.out", t);
+    Tensor r = at::logspace(start, end, steps, base, out.options().device(at::kCPU));
+    return out_result(out, r.to(out.device()), "aten::logspace.out");
+  }
+  Tensor lin = at::linspace(start, end, steps, out.options());
+  return out_result(out, pow_scalar(base, lin), "aten::logspace.out");
+}
+
 Tensor& fill_tensor(Tensor& self, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               value.dim(), " dimensions.");
@@ -448,6 +498,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return s;
   });
   m.impl("pow.Scalar", TORCH_FN(tp::pow_scalar));
+  m.impl("put_", TORCH_FN(tp::put_));
+  // sgn's and other backward formulas ask for a "zero tensor"; a plain
+  // zeros tensor holds the same values (no ZeroTensor key on tpu).
+  m.impl("_efficientzerotensor", [](c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                                    std::optional<at::Layout> layout,
+                                    std::optional<at::Device> device, std::optional<bool> pin) {
+    return at::zeros_symint(size, at::TensorOptions().dtype(dtype).layout(layout).device(device));
+  });
+  m.impl("logspace.out", TORCH_FN(tp::logspace_out));
   m.impl("threshold", TORCH_FN(tp::threshold));
   m.impl("threshold_", [](Tensor& s, const Scalar& th, const Scalar& v) -> Tensor& {
     tp::assign_result(s, tp::threshold(s, th, v), "aten::threshold_");

@@ -456,3 +456,54 @@ def test_pow_scalar_base_and_ldexp():
         out = torch.empty(5, device=DEV)
         torch.pow(2.0, t(e), out=out)
         check(out, torch.pow(2.0, e))
+
+
+def test_put_and_take_grad():
+    x = make(torch.float32, (3, 4), specials=False)
+    idx = torch.tensor([[0, -1], [5, 7]])
+    src = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    with Native():
+        for acc in (False, True):
+            y, yt = x.clone(), t(x)
+            y.put_(idx, src, accumulate=acc)
+            yt.put_(t(idx), t(src), accumulate=acc)
+            check(yt, y)
+        yt = t(x).t()  # non-contiguous self
+        y = x.t().clone()
+        y.put_(idx, src, accumulate=True)
+        yt.put_(t(idx), t(src), accumulate=True)
+        check(yt, y)
+        a = x.clone().requires_grad_()
+        at_ = t(x).requires_grad_()
+        torch.take(at_, t(idx)).sum().backward()
+    torch.take(a, idx).sum().backward()
+    check(at_.grad, a.grad)
+    # repeated indices without accumulate: CPU's kernel (last write wins)
+    dup = torch.tensor([1, 1, 2])
+    torch_pjrt.reset_fallbacks()
+    y, yt = x.clone(), t(x)
+    y.put_(dup, torch.tensor([5.0, 6.0, 7.0]))
+    yt.put_(t(dup), t(torch.tensor([5.0, 6.0, 7.0])))
+    check(yt, y)
+    assert "aten::put_" in torch_pjrt.fallbacks()
+    same_error(lambda a, i, s: a.put_(i, s), (x.clone(), torch.tensor([12]), torch.ones(1)),
+               IndexError)
+
+
+def test_logspace():
+    with Native():
+        for dtype in (torch.float32, torch.float64):
+            for start, end, steps, base in [(0, 3, 7, 10.0), (-2.0, 2.0, 5, 2.0), (1, 1, 1, 3.0),
+                                            (0, 1, 0, 10.0)]:
+                check(torch.logspace(start, end, steps, base, dtype=dtype, device=DEV),
+                      torch.logspace(start, end, steps, base, dtype=dtype),
+                      dict(rtol=1e-5, atol=1e-5))
+
+
+def test_sgn_grad_zero_tensor():
+    x = make(torch.float32, (3, 4), specials=False)
+    xc, xt = x.clone().requires_grad_(), t(x).requires_grad_()
+    torch.sgn(xc).sum().backward()
+    with Native():
+        torch.sgn(xt).sum().backward()
+    check(xt.grad, xc.grad)
