@@ -384,6 +384,29 @@ Tensor& logspace_out(const Scalar& start, const Scalar& end, int64_t steps, doub
   return out_result(out, pow_scalar(base, lin), "aten::logspace.out");
 }
 
+// repeat_interleave(repeats): i repeated repeats[i] times. The size is data
+// dependent: the host reads repeats (as CPU's kernel does); the indices are
+// computed on the device: position p gets the number of running totals <= p.
+Tensor repeat_interleave_tensor(const Tensor& repeats, std::optional<c10::SymInt> output_size) {
+  auto cpu = [&] { at::repeat_interleave_symint(repeats.cpu(), output_size); };
+  ScalarType t = repeats.scalar_type();
+  Tensor host;
+  checked_like_cpu(
+      [&] {
+        TORCH_CHECK(repeats.dim() == 1 && (t == at::kLong || t == at::kInt), "bad repeats");
+        host = repeats.to(at::kCPU, at::kLong);
+        TORCH_CHECK(host.numel() == 0 || host.min().item<int64_t>() >= 0, "negative repeats");
+        TORCH_CHECK(!output_size || output_size->expect_int() == host.sum().item<int64_t>(),
+                    "size mismatch");
+      },
+      cpu);
+  int64_t total = host.numel() == 0 ? 0 : host.sum().item<int64_t>();
+  if (total == 0 || repeats.numel() == 0) return at::empty({total}, repeats.options());
+  Tensor csum = at::cumsum(repeats, 0, at::kLong);
+  Tensor pos = at::arange(total, repeats.options().dtype(at::kLong));
+  return at::sum(at::le(csum.unsqueeze(0), pos.unsqueeze(1)), {1}, false, t);
+}
+
 Tensor& fill_tensor(Tensor& self, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               value.dim(), " dimensions.");
@@ -499,6 +522,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("pow.Scalar", TORCH_FN(tp::pow_scalar));
   m.impl("put_", TORCH_FN(tp::put_));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(tp::repeat_interleave_tensor));
   // sgn's and other backward formulas ask for a "zero tensor"; a plain
   // zeros tensor holds the same values (no ZeroTensor key on tpu).
   m.impl("_efficientzerotensor", [](c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,

@@ -507,3 +507,20 @@ def test_sgn_grad_zero_tensor():
     with Native():
         torch.sgn(xt).sum().backward()
     check(xt.grad, xc.grad)
+
+
+def test_repeat_interleave():
+    x = make(torch.float32, (3, 4), specials=False)
+    r = torch.tensor([2, 0, 3])
+    with Native():
+        check(torch.repeat_interleave(t(r)), torch.repeat_interleave(r))
+        r32 = r.int()
+        check(torch.repeat_interleave(t(r32), output_size=5), torch.repeat_interleave(r32))
+        check(torch.repeat_interleave(t(x), t(r), dim=0), torch.repeat_interleave(x, r, dim=0))
+        check(torch.repeat_interleave(t(x), 2, dim=1), torch.repeat_interleave(x, 2, dim=1))
+        check(torch.repeat_interleave(t(torch.zeros(0, dtype=torch.long))),
+              torch.repeat_interleave(torch.zeros(0, dtype=torch.long)))
+    same_error(torch.repeat_interleave, (torch.tensor([1, -1]),))
+    same_error(torch.repeat_interleave, (torch.tensor([1.0, 2.0]),), NotImplementedError)
+    same_error(torch.repeat_interleave, (torch.tensor([[1, 2]]),))
+    same_error(lambda a: torch.repeat_interleave(a, output_size=5), (torch.tensor([1, 2]),))
