@@ -407,6 +407,63 @@ Tensor repeat_interleave_tensor(const Tensor& repeats, std::optional<c10::SymInt
   return at::sum(at::le(csum.unsqueeze(0), pos.unsqueeze(1)), {1}, false, t);
 }
 
+// conj_physical materialized: the stored values of a conj view, or the
+// real part with the imaginary part negated.
+Tensor conj_physical(const Tensor& self) {
+  if (!self.is_complex()) return self.clone();
+  if (self.is_conj()) return self.conj().clone();
+  return at::complex(at::real(self), at::neg(at::imag(self)));
+}
+
+// searchsorted runs CPU's binary search itself, every value at once: each
+// step gathers the sequence at the midpoints and narrows [start, end) with
+// CPU's tests (!(s >= v) for the left side, !(s > v) for the right), so the
+// answer is CPU's even for NaNs in the sequence or the values. The sorter
+// permutes the sequence first. Checks and errors come from PyTorch's meta
+// function, and from CPU's kernel where that refuses.
+Tensor searchsorted(const Tensor& seq, const Tensor& values, bool out_int32, bool right,
+                    std::optional<c10::string_view> side, const std::optional<Tensor>& sorter) {
+  bool has_sorter = sorter && sorter->defined();
+  Tensor meta;
+  checked_like_cpu(
+      [&] {
+        meta = at::searchsorted(to_meta(seq), to_meta(values), out_int32, right, side,
+                                has_sorter ? std::optional<Tensor>(to_meta(*sorter)) : std::nullopt);
+      },
+      [&] {
+        at::searchsorted(seq.cpu(), values.cpu(), out_int32, right, side,
+                         has_sorter ? std::optional<Tensor>(sorter->cpu()) : std::nullopt);
+      });
+  bool upper = right || (side && *side == "right");
+  // CPU's kernel compares in the common dtype (a Python number is weak).
+  ScalarType common = at::result_type(seq, values);
+  ScalarType rt = out_int32 ? at::kInt : at::kLong;
+  int64_t n = seq.dim() == 0 ? 1 : seq.size(-1);
+  Tensor s = seq.dim() == 0 ? seq.reshape({1}) : seq;
+  if (has_sorter) s = at::take_along_dim(s, *sorter, -1);
+  s = s.to(common);
+  if (meta.numel() == 0 || n == 0)
+    return at::zeros(meta.sizes(), values.options().dtype(rt).device(seq.device()));
+  // rows: one per leading index of seq (one row for a 1-D seq)
+  Tensor v = values.to(seq.device(), common);
+  int64_t rows = s.numel() / n;
+  s = s.reshape({rows, n});
+  v = v.reshape({rows, -1});
+  Tensor start = at::zeros(v.sizes(), v.options().dtype(at::kLong));
+  Tensor end = at::full(v.sizes(), n, v.options().dtype(at::kLong));
+  for (int64_t span = n; span > 0; span /= 2) {
+    for (int rep = 0; rep < (span == 1 ? 2 : 1); rep++) {
+      Tensor active = at::lt(start, end);
+      Tensor mid = at::add(start, at::floor_divide(at::sub(end, start), 2));
+      Tensor at_mid = at::gather(s, 1, at::clamp_max(mid, n - 1));
+      Tensor go_right = at::logical_not(upper ? at::gt(at_mid, v) : at::ge(at_mid, v));
+      start = at::where(at::logical_and(active, go_right), at::add(mid, 1), start);
+      end = at::where(at::logical_and(active, at::logical_not(go_right)), mid, end);
+    }
+  }
+  return start.to(rt).view(meta.sizes());
+}
+
 Tensor& fill_tensor(Tensor& self, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               value.dim(), " dimensions.");
@@ -522,6 +579,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("pow.Scalar", TORCH_FN(tp::pow_scalar));
   m.impl("put_", TORCH_FN(tp::put_));
+  m.impl("_conj_physical", TORCH_FN(tp::conj_physical));
+  m.impl("conj_physical.out", [](const Tensor& s, Tensor& out) -> Tensor& {
+    return tp::out_result(out, tp::conj_physical(s), "aten::conj_physical.out");
+  });
+  m.impl("searchsorted.Tensor", TORCH_FN(tp::searchsorted));
+  m.impl("searchsorted.Scalar", [](const Tensor& seq, const Scalar& v, bool out_int32, bool right,
+                                   std::optional<c10::string_view> side,
+                                   const std::optional<Tensor>& sorter) {
+    return tp::searchsorted(seq, tp::wrap_scalar(v), out_int32, right, side, sorter);
+  });
+  m.impl("bucketize.Tensor", [](const Tensor& v, const Tensor& boundaries, bool out_int32,
+                                bool right) {
+    TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(",
+                boundaries.dim(), ")");
+    return tp::searchsorted(boundaries, v, out_int32, right, std::nullopt, std::nullopt);
+  });
   m.impl("repeat_interleave.Tensor", TORCH_FN(tp::repeat_interleave_tensor));
   // sgn's and other backward formulas ask for a "zero tensor"; a plain
   // zeros tensor holds the same values (no ZeroTensor key on tpu).

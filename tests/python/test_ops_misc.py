@@ -524,3 +524,47 @@ def test_repeat_interleave():
     same_error(torch.repeat_interleave, (torch.tensor([1.0, 2.0]),), NotImplementedError)
     same_error(torch.repeat_interleave, (torch.tensor([[1, 2]]),))
     same_error(lambda a: torch.repeat_interleave(a, output_size=5), (torch.tensor([1, 2]),))
+
+
+def test_conj_physical():
+    c = torch.complex(make(torch.float32, (3, 4), specials=False), make(torch.float32, (3, 4), 1,
+                                                                      specials=False))
+    with Native():
+        check(torch.conj_physical(t(c)), torch.conj_physical(c))
+        check(torch.conj_physical(t(c).conj()), torch.conj_physical(c.conj()))
+        out = torch.empty(3, 4, dtype=torch.complex64, device=DEV)
+        torch.conj_physical(t(c), out=out)
+        check(out, torch.conj_physical(c))
+        x = make(torch.float32, (5,))
+        out = torch.empty(5, device=DEV)
+        torch.conj_physical(t(x), out=out)
+        check(out, x)
+
+
+def test_searchsorted_and_bucketize():
+    seq = torch.tensor([-INF, -1.0, 0.0, 0.0, 2.5, 3.0, INF, NAN])
+    vals = torch.tensor([[-5.0, 0.0, 2.5, NAN], [INF, -INF, 1.0, 3.0]])
+    seq2 = torch.sort(make(torch.float32, (2, 9), specials=False), dim=1).values
+    vals2 = make(torch.float32, (2, 5), seed=4, specials=False)
+    vals2[0, 0] = seq2[0, 3]
+    ints = torch.tensor([1, 3, 3, 5, 8])
+    with Native():
+        for kw in [dict(), dict(right=True), dict(side="right"), dict(out_int32=True)]:
+            check(torch.searchsorted(t(seq), t(vals), **kw), torch.searchsorted(seq, vals, **kw))
+            check(torch.searchsorted(t(seq2), t(vals2), **kw), torch.searchsorted(seq2, vals2, **kw))
+            check(torch.searchsorted(t(ints), t(torch.arange(10)), **kw),
+                  torch.searchsorted(ints, torch.arange(10), **kw))
+            check(torch.searchsorted(t(ints), 3, **kw), torch.searchsorted(ints, 3, **kw))
+            check(torch.searchsorted(t(ints), 2.5, **kw), torch.searchsorted(ints, 2.5, **kw))
+        perm = torch.tensor([4, 0, 2, 1, 3])
+        unsorted = ints[torch.argsort(perm)]
+        sorter = torch.argsort(unsorted)
+        check(torch.searchsorted(t(unsorted), t(torch.arange(10)), sorter=t(sorter)),
+              torch.searchsorted(unsorted, torch.arange(10), sorter=sorter))
+        check(torch.bucketize(t(vals), t(seq[:-1])), torch.bucketize(vals, seq[:-1]))
+        check(torch.bucketize(t(vals), t(seq[:-1]), right=True, out_int32=True),
+              torch.bucketize(vals, seq[:-1], right=True, out_int32=True))
+        check(torch.searchsorted(t(torch.zeros(0)), t(vals)), torch.searchsorted(torch.zeros(0), vals))
+    same_error(torch.searchsorted, (seq2, vals2[:1]))
+    same_error(lambda a, b: torch.searchsorted(a, b, side="left", right=True), (seq, vals))
+    same_error(torch.bucketize, (vals, seq2))
