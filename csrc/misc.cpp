@@ -464,6 +464,25 @@ Tensor searchsorted(const Tensor& seq, const Tensor& values, bool out_int32, boo
   return start.to(rt).view(meta.sizes());
 }
 
+// frexp on the bits (misc.c): x goes in as an integer view and the
+// mantissa comes back as one, viewed as x's dtype.
+std::tuple<Tensor, Tensor> frexp(const Tensor& self) {
+  const char* op = "aten::frexp.Tensor";
+  check_supported(self, op);
+  ScalarType t = self.scalar_type();
+  TORCH_CHECK(c10::isFloatingType(t), "torch.frexp() only supports floating-point dtypes");
+  ScalarType it = t == at::kDouble ? at::kLong : t == at::kFloat ? at::kInt : at::kShort;
+  c10::DeviceGuard guard(self.device());
+  Tensor man = at::empty(self.sizes(), self.options().dtype(it));
+  Tensor ex = at::empty(self.sizes(), self.options().dtype(at::kInt));
+  if (self.numel() > 0) {
+    OpArgs a;
+    a.tensor(self.view(it));
+    run_op(op, self.device().index(), a, {to_tpj_dtype(t)}, {man, ex});
+  }
+  return {man.view(t), ex};
+}
+
 Tensor& fill_tensor(Tensor& self, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               value.dim(), " dimensions.");
@@ -579,6 +598,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("pow.Scalar", TORCH_FN(tp::pow_scalar));
   m.impl("put_", TORCH_FN(tp::put_));
+  m.impl("frexp.Tensor", TORCH_FN(tp::frexp));
   m.impl("_conj_physical", TORCH_FN(tp::conj_physical));
   m.impl("conj_physical.out", [](const Tensor& s, Tensor& out) -> Tensor& {
     return tp::out_result(out, tp::conj_physical(s), "aten::conj_physical.out");

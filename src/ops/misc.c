@@ -228,3 +228,45 @@ void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[0] = tpj_hlo_emit_convert(b, v, ctx->outs[0].dtype);
   results[1] = tpj_hlo_emit_convert(b, idx, ctx->outs[1].dtype);
 }
+
+/* frexp: x = mantissa * 2^exponent with 0.5 <= |mantissa| < 1 (0, inf and
+ * NaN keep x and exponent 0, as glibc's frexp). Done on the bits alone (x
+ * arrives as an integer view and the mantissa leaves as one) so that XLA's
+ * flushing of subnormal floats never touches them: a subnormal is
+ * normalized with count_leading_zeros. attrs {float dtype}; results
+ * mantissa bits (x's integer width) and the int32 exponent. */
+void tpj_lower_frexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (!tpj_misc_need(ctx, 1, "frexp") || ctx->nouts < 2) return;
+  tpj_dtype_t fd = (tpj_dtype_t)ctx->attrs[0];
+  int w = fd == TPJ_F64 ? 64 : fd == TPJ_F32 ? 32 : 16;
+  int m = fd == TPJ_F64 ? 52 : fd == TPJ_F32 ? 23 : fd == TPJ_F16 ? 10 : 7;
+  int64_t bias = fd == TPJ_F64 ? 1023 : fd == TPJ_F16 ? 15 : 127;
+  tpj_hlo_value_t x = ctx->in[0];
+  tpj_dtype_t it = x.dtype;
+#define K(v) tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_convert(b, tpj_hlo_emit_const_i64(b, (int64_t)(v)), it), x.dims, x.ndim)
+#define BIN(op, p, q) tpj_hlo_emit_binary(b, "stablehlo." op, p, q)
+  uint64_t frac_mask = (((uint64_t)1) << m) - 1;
+  uint64_t exp_mask = ((((uint64_t)1) << (w - 1 - m)) - 1);
+  tpj_hlo_value_t frac = BIN("and", x, K(frac_mask));
+  tpj_hlo_value_t e = BIN("and", BIN("shift_right_logical", x, K(m)), K(exp_mask));
+  tpj_hlo_value_t sign = BIN("and", x, K(((uint64_t)1) << (w - 1)));
+  tpj_hlo_value_t zero = K(0);
+  /* normal: exponent e - (bias - 1), exponent field bias - 1 */
+  tpj_hlo_value_t half_field = K((uint64_t)(bias - 1) << m);
+  tpj_hlo_value_t man_n = BIN("or", sign, BIN("or", half_field, frac));
+  tpj_hlo_value_t exp_n = SUB(e, K(bias - 1));
+  /* subnormal: p = top set bit of frac; exponent p - m - (bias - 2) */
+  tpj_hlo_value_t p = SUB(K(w - 1), UN("count_leading_zeros", frac));
+  tpj_hlo_value_t sfrac = BIN("and", BIN("shift_left", frac, SUB(K(m), p)), K(frac_mask));
+  tpj_hlo_value_t man_s = BIN("or", sign, BIN("or", half_field, sfrac));
+  tpj_hlo_value_t exp_s = SUB(p, K(m + bias - 2));
+  tpj_hlo_value_t is_sub = AND(CMP(e, zero, "EQ"), CMP(frac, zero, "NE"));
+  tpj_hlo_value_t keep = OR(AND(CMP(e, zero, "EQ"), CMP(frac, zero, "EQ")), CMP(e, K(exp_mask), "EQ"));
+  tpj_hlo_value_t man = SEL(keep, x, SEL(is_sub, man_s, man_n));
+  tpj_hlo_value_t ex = SEL(keep, zero, SEL(is_sub, exp_s, exp_n));
+#undef K
+#undef BIN
+  results[0] = tpj_hlo_emit_convert(b, man, ctx->outs[0].dtype);
+  results[1] = tpj_hlo_emit_convert(b, ex, ctx->outs[1].dtype);
+}

@@ -267,6 +267,7 @@ void tpj_lower_angle(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_complex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_polar(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_frexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 #ifdef __cplusplus
 }
 #endif

@@ -97,6 +97,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::fmin", tpj_lower_fmin},
     {"aten::fmod.Tensor", tpj_lower_fmod},
     {"aten::frac", tpj_lower_frac},
+    {"aten::frexp.Tensor", tpj_lower_frexp},
     {"aten::gather", tpj_lower_gather},
     {"aten::ge.Scalar", tpj_lower_ge},
     {"aten::ge.Tensor", tpj_lower_ge},

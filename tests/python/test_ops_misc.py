@@ -568,3 +568,25 @@ def test_searchsorted_and_bucketize():
     same_error(torch.searchsorted, (seq2, vals2[:1]))
     same_error(lambda a, b: torch.searchsorted(a, b, side="left", right=True), (seq, vals))
     same_error(torch.bucketize, (vals, seq2))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_frexp(dtype):
+    x = make(dtype, (4, 6))
+    x.view(-1)[:4] = torch.tensor([-0.0, 1.0, -3.0, 0.75], dtype=dtype)
+    tiny = torch.finfo(dtype).tiny
+    x.view(-1)[4:7] = torch.tensor([tiny / 2, -tiny / 8, tiny], dtype=torch.float64).to(dtype)
+    with Native():
+        m, e = torch.frexp(t(x))
+        em, ee = torch.frexp(x)
+        check(m, em)
+        check(e, ee)
+        m2, e2 = torch.frexp(t(x).t())
+        check(m2, em.t())
+        outs = (torch.empty(0, dtype=dtype, device=DEV), torch.empty(0, dtype=torch.int32, device=DEV))
+        torch.frexp(t(x), out=outs)
+        check(outs[0], em)
+        check(outs[1], ee)
+    same_error(torch.frexp, (torch.arange(3),))
+    same_error(lambda a: torch.frexp(a, out=(torch.empty(3, dtype=torch.float64),
+                                             torch.empty(3, dtype=torch.int32))), (torch.ones(3),))
