@@ -439,11 +439,11 @@ Tensor searchsorted(const Tensor& seq, const Tensor& values, bool out_int32, boo
   ScalarType common = at::result_type(seq, values);
   ScalarType rt = out_int32 ? at::kInt : at::kLong;
   int64_t n = seq.dim() == 0 ? 1 : seq.size(-1);
+  if (meta.numel() == 0 || n == 0)
+    return at::zeros(meta.sizes(), values.options().dtype(rt).device(seq.device()));
   Tensor s = seq.dim() == 0 ? seq.reshape({1}) : seq;
   if (has_sorter) s = at::take_along_dim(s, *sorter, -1);
   s = s.to(common);
-  if (meta.numel() == 0 || n == 0)
-    return at::zeros(meta.sizes(), values.options().dtype(rt).device(seq.device()));
   // rows: one per leading index of seq (one row for a 1-D seq)
   Tensor v = values.to(seq.device(), common);
   int64_t rows = s.numel() / n;

@@ -565,6 +565,9 @@ def test_searchsorted_and_bucketize():
         check(torch.bucketize(t(vals), t(seq[:-1]), right=True, out_int32=True),
               torch.bucketize(vals, seq[:-1], right=True, out_int32=True))
         check(torch.searchsorted(t(torch.zeros(0)), t(vals)), torch.searchsorted(torch.zeros(0), vals))
+        e = torch.zeros(0, dtype=torch.long)
+        check(torch.searchsorted(t(torch.zeros(0)), t(torch.zeros(0)), sorter=t(e)),
+              torch.searchsorted(torch.zeros(0), torch.zeros(0), sorter=e))
     same_error(torch.searchsorted, (seq2, vals2[:1]))
     same_error(lambda a, b: torch.searchsorted(a, b, side="left", right=True), (seq, vals))
     same_error(torch.bucketize, (vals, seq2))
