@@ -1,7 +1,9 @@
 """Pointwise stragglers (copysign, signbit, fmax/fmin, heaviside, logaddexp,
-logaddexp2, xlogy, angle, complex, polar, rsub) and small reductions and
-composites (equal, nansum, count_nonzero over dims, trace, vdot, aminmax,
-renorm, addbmm, clamp with tensor bounds, fill_ with a tensor) against
+logaddexp2, xlogy, angle, complex, polar, rsub, frexp, conj_physical,
+pow with a scalar base) and small reductions and composites (equal, nansum,
+count_nonzero over dims, trace, vdot, aminmax, renorm, addbmm, clamp with
+tensor bounds, fill_ with a tensor, cummax/cummin, index_reduce, put_,
+logspace, repeat_interleave, searchsorted/bucketize) against
 PyTorch's CPU kernels: float32 plus half, integer and bool inputs where the
 op takes them, NaN/inf/-0.0 specials, non-contiguous inputs, in-place and
 out= forms, autograd, CPU's errors, and that each ran natively."""
@@ -10,38 +12,12 @@ import torch
 
 import torch_pjrt
 from conftest import make
+from test_ops_stats import TOL, Native, check  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 DEV = "tpu"
 NAN, INF = float("nan"), float("inf")
-TOL = {
-    torch.float32: dict(rtol=1e-5, atol=1e-5),
-    torch.float64: dict(rtol=1e-12, atol=1e-12),
-    torch.float16: dict(rtol=1e-3, atol=1e-3),
-    torch.bfloat16: dict(rtol=1e-2, atol=1e-2),
-    torch.complex64: dict(rtol=1e-5, atol=1e-5),
-}
-
-
-def check(actual, expected, tol=None):
-    assert actual.device.type == DEV, actual.device
-    assert actual.dtype == expected.dtype, f"{actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{tuple(actual.shape)} != {tuple(expected.shape)}"
-    tol = tol or TOL.get(expected.dtype, dict(rtol=0, atol=0))
-    torch.testing.assert_close(actual.detach().cpu(), expected.detach(), equal_nan=True, **tol)
-
-
-class Native:
-    def __enter__(self):
-        torch.tpu.synchronize()
-        torch_pjrt.reset_fallbacks()
-
-    def __exit__(self, *exc):
-        torch.tpu.synchronize()
-        if exc[0] is None:
-            assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
-        return False
 
 
 def t(x):
