@@ -31,8 +31,11 @@
 // `pointwise` (TensorIterator: compute in the inputs' common dtype, cast to
 // out, canCast checked) are exact with a cast. For any other op the out's
 // dtype can change the computation (sum.IntList_out into an int64 out sums
-// truncated values), so such a call returns false before anything is written
-// and the caller runs CPU's kernel (a counted fallback).
+// truncated values), so such a call discards the functional result, returns
+// false before anything is written, and the caller runs CPU's kernel (a
+// counted fallback).
+// A served call is not a fallback: nothing is counted in fallbacks(), and
+// TORCH_PJRT_FALLBACK=error lets it run.
 // Pointwise ops also get TensorIterator's overlap checks (no internal overlap
 // in out, no partial overlap with an input).
 // Not handled (CPU fallback stays): outs that are Tensor lists, ops whose
