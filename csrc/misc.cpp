@@ -6,8 +6,8 @@
 // tensor value). The composites call those native ops through the
 // dispatcher, so they compute exactly what the parts compute; argument
 // checks and messages are CPU's (from meta functions where PyTorch has one).
-// Cases with no exact lowering (complex logaddexp and vdot) run CPU's
-// kernel, counted by dtype_fallback.
+// Cases with no exact lowering (complex logaddexp) run CPU's kernel,
+// counted by dtype_fallback.
 #include <ATen/ExpandUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -167,6 +167,14 @@ Tensor trace(const Tensor& self) {
   return at::sum(at::diagonal(self));
 }
 
+// conj_physical materialized: the stored values of a conj view, or the
+// real part with the imaginary part negated.
+Tensor conj_physical(const Tensor& self) {
+  if (!self.is_complex()) return self.clone();
+  if (self.is_conj()) return self.conj().clone();
+  return at::complex(at::real(self), at::neg(at::imag(self)));
+}
+
 Tensor vdot(const Tensor& a, const Tensor& b) {
   TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ",
               b.dim(), "D tensors");
@@ -175,12 +183,9 @@ Tensor vdot(const Tensor& a, const Tensor& b) {
   TORCH_CHECK(a.numel() == b.numel(), "inconsistent tensor size, expected tensor [", a.numel(),
               "] and src [", b.numel(), "] to have the same number of elements, but got ",
               a.numel(), " and ", b.numel(), " elements respectively");
-  c10::Device dev = common_device("aten::vdot", {&a, &b});
+  common_device("aten::vdot", {&a, &b});
   ScalarType t = a.scalar_type();
-  if (c10::isComplexType(t)) {
-    dtype_fallback("aten::vdot", t);
-    return at::vdot(a.cpu(), b.cpu()).to(dev);
-  }
+  if (c10::isComplexType(t)) return at::sum(at::mul(torch_pjrt::conj_physical(a), b));  // conj(a) . b
   TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool, "\"dot\" not implemented for 'Bool'");
   // Products and their sum in the accumulator (float for half), as CPU's dot.
   ScalarType acc = accumulator(t);
@@ -405,14 +410,6 @@ Tensor repeat_interleave_tensor(const Tensor& repeats, std::optional<c10::SymInt
   Tensor csum = at::cumsum(repeats, 0, at::kLong);
   Tensor pos = at::arange(total, repeats.options().dtype(at::kLong));
   return at::sum(at::le(csum.unsqueeze(0), pos.unsqueeze(1)), {1}, false, t);
-}
-
-// conj_physical materialized: the stored values of a conj view, or the
-// real part with the imaginary part negated.
-Tensor conj_physical(const Tensor& self) {
-  if (!self.is_complex()) return self.clone();
-  if (self.is_conj()) return self.conj().clone();
-  return at::complex(at::real(self), at::neg(at::imag(self)));
 }
 
 // searchsorted runs CPU's binary search itself, every value at once: each

@@ -569,3 +569,16 @@ def test_frexp(dtype):
     same_error(torch.frexp, (torch.arange(3),))
     same_error(lambda a: torch.frexp(a, out=(torch.empty(3, dtype=torch.float64),
                                              torch.empty(3, dtype=torch.int32))), (torch.ones(3),))
+
+
+def test_vdot_complex():
+    a = torch.complex(make(torch.float32, (6,), specials=False), make(torch.float32, (6,), 1,
+                                                                    specials=False))
+    b = torch.complex(make(torch.float32, (6,), 2, specials=False), make(torch.float32, (6,), 3,
+                                                                       specials=False))
+    tol = dict(rtol=1e-4, atol=1e-2)
+    with Native():
+        check(torch.vdot(t(a), t(b)), torch.vdot(a, b), tol)
+        check(torch.vdot(t(a).conj(), t(b)), torch.vdot(a.conj(), b), tol)
+        check(torch.vdot(t(a), t(b).conj()), torch.vdot(a, b.conj()), tol)
+        check(torch.linalg.vecdot(t(a), t(b)), torch.linalg.vecdot(a, b), tol)
