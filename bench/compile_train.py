@@ -1,7 +1,9 @@
 """Training-step time and inference throughput of the small transformer LM
 and CNN (tests/python/models.py), side by side in one run: tpu compiled
 (torch.compile(backend="tpu")), tpu eager, PyTorch CPU eager, and
-torch.compile's default inductor backend on the CPU. Then cold-compile and
+torch.compile's default inductor backend on the CPU; the "whole step" rows
+compile one function holding forward, backward and the AdamW step. Then
+cold-compile and
 warm-start (disk cache) times of the compiled tpu step, each in a fresh
 process. Not a test.
 
@@ -49,11 +51,11 @@ def make(kind, device):
     return model, data, loss_fn
 
 
-def time_train(kind, device, backend, steps):
+def time_train(kind, device, backend, steps, whole=False):
     torch._dynamo.reset()
     model, data, loss_fn = make(kind, device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    fwd = torch.compile(model, backend=backend) if backend else model
+    fwd = torch.compile(model, backend=backend) if backend and not whole else model
 
     def step(i):
         x, y = data[i % len(data)]
@@ -62,6 +64,13 @@ def time_train(kind, device, backend, steps):
         opt.step()
         opt.zero_grad(set_to_none=True)
         return loss
+
+    if whole:  # forward, backward and the optimizer in one compiled function
+        compiled = torch.compile(lambda x, y: (loss_fn(model, x, y).backward(), opt.step(),
+                                              opt.zero_grad(set_to_none=True)), backend=backend)
+
+        def step(i):  # noqa: F811
+            compiled(*data[i % len(data)])
 
     t0 = time.perf_counter()
     step(0)
@@ -133,16 +142,17 @@ def main():
     ap.add_argument("--no-inductor", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("TORCH_PJRT_FALLBACK", "allow")
-    configs = [("tpu compiled", "tpu", "tpu"), ("tpu eager", "tpu", None),
-               ("CPU eager", "cpu", None)]
+    configs = [("tpu compiled", "tpu", "tpu", False), ("tpu compiled whole step", "tpu", "tpu", True),
+               ("tpu eager", "tpu", None, False), ("CPU eager", "cpu", None, False)]
     if not args.no_inductor:
-        configs.append(("CPU inductor", "cpu", "inductor"))
+        configs += [("CPU inductor", "cpu", "inductor", False),
+                    ("CPU inductor whole step", "cpu", "inductor", True)]
     print(f"torch {torch.__version__}, torch_pjrt {torch_pjrt.__version__}, "
           f"{os.cpu_count()} cores, steps={args.steps}")
     for kind, name in (("lm", "transformer LM"), ("cnn", "CNN")):
         rows = {}
-        for label, device, backend in configs:
-            ms, first = time_train(kind, device, backend, args.steps)
+        for label, device, backend, whole in configs:
+            ms, first = time_train(kind, device, backend, args.steps, whole)
             ips = time_infer(kind, device, backend, args.steps)
             rows[label] = (ms, first, ips)
         base = rows["tpu compiled"][0]

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "pytho
 from models import TinyLM  # noqa: E402
 
 
-def peak_of_step(compiled: bool) -> tuple[int, int]:
+def peak_of_step(compiled: bool, NONE: bool = False) -> tuple[int, int]:
     torch.manual_seed(0)
     model = TinyLM(d=64).to("tpu")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -25,7 +25,7 @@ def peak_of_step(compiled: bool) -> tuple[int, int]:
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         loss.backward()
         opt.step()
-        opt.zero_grad(set_to_none=False)
+        opt.zero_grad(set_to_none=NONE)
         return loss
 
     f = torch.compile(step, backend="tpu") if compiled else step

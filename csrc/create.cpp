@@ -148,6 +148,7 @@ Tensor roll(const Tensor& x, c10::SymIntArrayRef sym_shifts, at::IntArrayRef dim
   auto shifts = C10_AS_INTARRAYREF_SLOW(sym_shifts);
   TORCH_CHECK(!shifts.empty(), "`shifts` required");
   std::vector<int64_t> attrs;
+  for (int64_t d : dims) (void)c10::maybe_wrap_dim(d, x.dim(), /*wrap_scalar=*/false);  // CPU's IndexError
   if (dims.empty() && shifts.size() == 1) {
     attrs = {0, shifts[0]};
   } else {

@@ -12,6 +12,7 @@
 // device, read on the host (one wait), and the positions are then found by a
 // native program of that size. Bool-mask indexing (x[mask], x[mask] = v,
 // masked_select) goes through that nonzero.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -84,6 +85,13 @@ Tensor gather_k(const Tensor& self, int64_t dim, const Tensor& index, bool spars
 
 Tensor& gather_out_k(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad,
                    Tensor& out) {
+  // CPU's gather.out checks these before computing
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "gather(): Expected out tensor to have dtype ",
+              self.scalar_type(), ", but got ", out.scalar_type(), " instead");
+  at::native::resize_output(out, index.sizes());  // gather's result has index's shape
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_partial_overlap(out, index);
   return out_to(out, gather_k(self, dim, index, sparse_grad), "aten::gather.out");
 }
 
@@ -354,6 +362,9 @@ Tensor masked_select_k(const Tensor& self, const Tensor& mask) {
 }
 
 Tensor& masked_select_out_k(const Tensor& self, const Tensor& mask, Tensor& out) {
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, mask);
   return out_to(out, masked_select_k(self, mask), "aten::masked_select.out");
 }
 

@@ -91,10 +91,27 @@ void check_mask(const Tensor& self, const Tensor& mask) {
   (void)self;
 }
 
+// The C type CPU's masked_fill names in its overflow message.
+const char* c_type_name(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: return "bool";
+    case at::kByte: return "uint8_t";
+    case at::kChar: return "int8_t";
+    case at::kShort: return "int16_t";
+    case at::kInt: return "int";
+    case at::kLong: return "int64_t";
+    case at::kHalf: return "c10::Half";
+    case at::kBFloat16: return "c10::BFloat16";
+    case at::kFloat: return "float";
+    case at::kDouble: return "double";
+    default: return c10::toString(t);
+  }
+}
+
 Tensor masked_fill_op(const Tensor& self, const Tensor& mask, const Scalar& value) {
   check_mask(self, mask);
   TORCH_CHECK(!value.isComplex() || self.is_complex(), "value cannot be converted to type ",
-              self.dtype(), " without overflow");
+              c_type_name(self.scalar_type()), " without overflow");
   Tensor m = at::masked_fill(to_meta(self), to_meta(mask), value);
   return run_like("aten::masked_fill.Scalar", {&self, &mask}, m, {to_tpj_dtype(m.scalar_type())},
                   {&value});
@@ -104,6 +121,8 @@ Tensor masked_fill_tensor(const Tensor& self, const Tensor& mask, const Tensor& 
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
               "tensor with ", value.dim(), " dimension(s).");
   check_mask(self, mask);
+  TORCH_CHECK(!value.is_complex() || self.is_complex(), "value cannot be converted to type ",
+              c_type_name(self.scalar_type()), " without overflow");
   Tensor m = at::masked_fill(to_meta(self), to_meta(mask), to_meta(value));
   return run_like("aten::masked_fill.Tensor", {&self, &mask, &value}, m,
                   {to_tpj_dtype(m.scalar_type())});

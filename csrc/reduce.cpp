@@ -40,6 +40,12 @@ Tensor sum_all(const Tensor& self, std::optional<at::ScalarType> dtype) {
 
 Tensor mean_dim(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                 std::optional<at::ScalarType> dtype) {
+  // CPU's wording (the meta function names the dtype differently)
+  at::ScalarType out_t = dtype ? *dtype : self.scalar_type();
+  TORCH_CHECK(at::isFloatingType(out_t) || at::isComplexType(out_t),
+              "mean(): could not infer output dtype. ",
+              (dtype ? "Optional" : "Input"), " dtype must be either a floating point or complex dtype. ",
+              "Got: ", out_t);
   Tensor m = at::mean(to_meta(self), dim, keepdim, dtype);
   return reduce("aten::mean.dim", self, reduced_dims(self, dim), keepdim, m);
 }

@@ -2,6 +2,7 @@
 // max/min with indices, argmax/argmin, and the scans cumsum, cumprod and
 // logcumsumexp. Shapes, dtypes and most argument checks come from the meta
 // functions; the rest are CPU's checks with CPU's messages.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -103,6 +104,8 @@ Pair k_kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
 
 PairRef k_kthvalue_out(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values,
                      Tensor& indices) {
+  at::assert_no_overlap(self, values);  // CPU's kthvalue.values checks
+  at::assert_no_overlap(self, indices);
   return put2(values, indices, k_kthvalue(self, k, dim, keepdim), "aten::kthvalue");
 }
 

@@ -9,6 +9,14 @@ compiled once per input signature. A node without a tpu kernel (or on the
 CPU) splits the graph there and runs eagerly; it is counted in
 torch_pjrt.metrics()["graph_splits"] and, when it falls back, in
 torch_pjrt.fallbacks(). With TORCH_PJRT_FALLBACK=error a split is an error.
+
+Host work is not a split. An optimizer keeps its step counters as CPU
+scalars (as it does on CUDA unless capturable=True), so its graph computes
+step + 1, beta ** step, ... on the CPU and copies the new step back into the
+input. Nodes that only read CPU values never wait for the device: they run
+first, on the CPU, as a prologue; copies of such values into CPU inputs run
+last, as an epilogue; the device nodes between them stay one executable that
+takes the CPU scalars as runtime parameters.
 """
 from __future__ import annotations
 
@@ -155,18 +163,44 @@ class _Traced(torch.nn.Module):
         return tuple(flat) if is_seq else flat[0]
 
 
+def _on_cpu(node: torch.fx.Node) -> bool:
+    devs = _val_devices(node.meta.get("val"))
+    return all(d.type == "cpu" for d in devs)
+
+
+def _host_nodes(gm: torch.fx.GraphModule) -> tuple[set, set]:
+    """(prologue, epilogue): nodes computed from CPU values alone, and the
+    copies of such values into CPU inputs (the mutation epilogue)."""
+    host: set = set()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            if _on_cpu(node):
+                host.add(node)
+        elif node.op == "call_function" and _on_cpu(node):
+            inputs = node.all_input_nodes
+            if all(i in host for i in inputs):
+                host.add(node)
+    epilogue = {n for n in host if n.op == "call_function"
+                and n.target is torch.ops.aten.copy_.default and not n.users
+                and isinstance(n.args[0], torch.fx.Node) and n.args[0].op == "placeholder"}
+    prologue = {n for n in host if n.op == "call_function" and n not in epilogue}
+    return prologue, epilogue
+
+
 def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
     ok: dict = {}
+    prologue, epilogue = _host_nodes(gm)
     unsupported = []
     for node in gm.graph.nodes:
         if node.op == "call_function":
             ok[node] = _supported(node, ok)
-            if not ok[node] and node.target is not operator.getitem:
+            if (not ok[node] and node.target is not operator.getitem
+                    and node not in prologue and node not in epilogue):
                 unsupported.append(node)
-    if not unsupported:
+    if not unsupported and not prologue and not epilogue:
         return _Traced(gm)
     names = sorted({_describe(n) for n in unsupported})
-    if _fallback_mode() == "error":
+    if unsupported and _fallback_mode() == "error":
         raise NotImplementedError(
             "torch.compile(backend='tpu'): no tpu lowering for " + ", ".join(names) +
             " (TORCH_PJRT_FALLBACK=error forbids splitting the graph)")
@@ -174,18 +208,25 @@ def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
     # Consecutive nodes of one kind share a partition; ids grow in graph
     # order, so the partitions form a chain.
     part: dict = {}
-    pid, prev = 0, None
+    pid, prev = 1, None
     for node in gm.graph.nodes:
         if node.op != "call_function":
+            continue
+        if node in prologue:
+            part[node] = 0
+            continue
+        if node in epilogue:
             continue
         kind = ok[node]
         if prev is not None and kind != prev:
             pid += 1
         part[node] = pid
         prev = kind
+    for node in epilogue:
+        part[node] = pid + 1
     kinds = {}
     for node, p in part.items():
-        kinds[p] = ok[node]
+        kinds[p] = ok[node] and node not in prologue and node not in epilogue
 
     from torch.fx.passes.split_module import split_module
 
@@ -239,7 +280,14 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """The Dynamo backend registered as "tpu"."""
     from torch._dynamo.backends.common import aot_autograd
 
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    # The min-cut partitioner saves fewer activations for the backward,
+    # recomputing cheap pointwise ops inside it (fused in the same
+    # executable), so a compiled step holds less memory at its peak than
+    # the default partitioner's save-everything choice.
     backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
+                           partition_fn=min_cut_rematerialization_partition,
                            decompositions=_decompositions(),
                            keep_inference_input_mutations=True)
     return backend(gm, example_inputs)

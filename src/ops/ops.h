@@ -253,6 +253,28 @@ void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* One parameter's fused Adam/AdamW step (ops/fused_adam.c). */
 void tpj_lower_fused_adam(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* _fft_c2c, _fft_r2c, _fft_c2r: torch.fft and stft (ops/fft.c). */
+void tpj_lower_fft_c2c(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_fft_c2r(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_fft_r2c(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* Matrix decompositions and solves (ops/decomp.c). */
+void tpj_lower_cholesky_inverse(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_cholesky_solve_helper(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_geqrf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_cholesky_ex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_det(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_eigvalsh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_householder_product(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_inv_ex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_lu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_lu_factor_ex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_lu_solve(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_qr(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_slogdet(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_solve_ex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_solve_triangular(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_lu_unpack(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_triangular_solve(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 /* misc pointwise ops (ops/misc.c) */
 void tpj_lower_signbit(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

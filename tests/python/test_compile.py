@@ -171,6 +171,28 @@ def test_compiled_step_with_optimizer_inside():
         torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=1e-4, rtol=1e-4)
 
 
+def test_compiled_adamw_step_keeps_cpu_step_counters_on_the_host():
+    # AdamW (foreach, not capturable) keeps each `step` as a CPU scalar, as
+    # on CUDA: the CPU arithmetic on it runs before the device graph and the
+    # new step is written back after it -- host work, not graph splits.
+    ref = _mlp()
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=1e-2)
+    ref_losses = _train(ref, ref_opt, 5, "cpu")
+    model = _mlp().to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = _train(model, opt, 5, "tpu", compiled_step=True)
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), atol=1e-4, rtol=1e-4)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=1e-4, rtol=1e-4)
+        assert opt.state[p]["step"].device.type == "cpu"
+        assert opt.state[p]["step"].item() == ref_opt.state[q]["step"].item() == 5
+        torch.testing.assert_close(opt.state[p]["exp_avg_sq"].cpu(), ref_opt.state[q]["exp_avg_sq"],
+                                   atol=1e-6, rtol=1e-4)
+    m = torch_pjrt.metrics()
+    assert m["graph_splits"] == 0
+    assert torch_pjrt.fallbacks() == {}
+
+
 def test_inference_no_grad_matches_eager():
     model = _mlp().eval()
     x = torch.randn(4, 16)
@@ -185,8 +207,8 @@ def test_inference_no_grad_matches_eager():
 
 
 def _no_tpu_kernel(x):
-    # torch.special.zeta has no tpu lowering: it splits the graph
-    return torch.special.zeta(x.abs() + 2, torch.full_like(x, 3.0)) * 2 + x
+    # linalg.matrix_exp has no tpu lowering: it splits the graph
+    return torch.linalg.matrix_exp(torch.diag(x)).sum(0) * 2 + x
 
 
 def test_graph_split_runs_the_missing_op_eagerly(monkeypatch):
@@ -195,12 +217,12 @@ def test_graph_split_runs_the_missing_op_eagerly(monkeypatch):
     got = torch.compile(_no_tpu_kernel, backend="tpu")(x.to("tpu"))
     torch.testing.assert_close(got.cpu(), _no_tpu_kernel(x), atol=1e-5, rtol=1e-5)
     assert torch_pjrt.metrics()["graph_splits"] >= 1
-    assert any("zeta" in k for k in torch_pjrt.fallbacks())
+    assert any("matrix_exp" in k for k in torch_pjrt.fallbacks())
 
 
 def test_graph_split_is_an_error_in_strict_mode(monkeypatch):
     monkeypatch.setenv("TORCH_PJRT_FALLBACK", "error")
-    with pytest.raises(Exception, match="zeta"):
+    with pytest.raises(Exception, match="matrix_exp"):
         torch.compile(_no_tpu_kernel, backend="tpu")(torch.rand(6).to("tpu"))
 
 

@@ -1,0 +1,514 @@
+// Kernel glue for matrix decompositions and solves (src/ops/decomp.c):
+// Cholesky, triangular solves, LU and what is built on it (solve, inv, det,
+// slogdet), QR and eigenvalues of symmetric matrices. float32 and float64
+// run on the device; other dtypes run CPU's kernel (counted as a fallback),
+// which also raises CPU's error for dtypes CPU refuses. Shapes, dtypes and
+// argument checks come from the meta functions; errors that depend on the
+// values (singular, not positive-definite, bad pivots) are checked on the
+// host as the CPU kernels check them.
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "common.h"
+
+namespace torch_pjrt {
+namespace {
+
+using at::Tensor;
+using T2 = std::tuple<Tensor, Tensor>;
+using T3 = std::tuple<Tensor, Tensor, Tensor>;
+using T4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+
+bool native(const Tensor& t) {
+  return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
+}
+
+Tensor cpu(const Tensor& t) { return t.device().is_cpu() ? t : t.cpu(); }
+
+// Results of CPU's kernel, moved back to dev.
+Tensor back(const Tensor& t, c10::Device dev) { return t.to(dev); }
+T2 back(const T2& t, c10::Device dev) {
+  return {std::get<0>(t).to(dev), std::get<1>(t).to(dev)};
+}
+T3 back(const T3& t, c10::Device dev) {
+  return {std::get<0>(t).to(dev), std::get<1>(t).to(dev), std::get<2>(t).to(dev)};
+}
+T4 back(const T4& t, c10::Device dev) {
+  return {std::get<0>(t).to(dev), std::get<1>(t).to(dev), std::get<2>(t).to(dev),
+          std::get<3>(t).to(dev)};
+}
+
+// Runs CPU's kernel (f, on CPU copies) for a dtype without a lowering; CPU
+// raises its own error for dtypes it refuses, and only a run that succeeds
+// is counted.
+template <typename F>
+auto on_cpu(const char* op, const Tensor& self, c10::Device dev, F f) {
+  auto r = f();
+  dtype_fallback(op, self.scalar_type());
+  return back(r, dev);
+}
+
+// Runs table op `op` on the operands into new tensors shaped like metas.
+std::vector<Tensor> run(const char* op, c10::Device dev, std::initializer_list<Tensor> ins,
+                        std::initializer_list<Tensor> metas, const std::vector<int64_t>& attrs) {
+  c10::DeviceGuard guard(dev);
+  std::vector<Tensor> outs;
+  for (const Tensor& m : metas) outs.push_back(at::empty(m.sizes(), m.options().device(dev)));
+  OpArgs a;
+  for (const Tensor& t : ins) {
+    check_supported(t, op);
+    a.tensor(t.device() == dev ? t : t.to(dev));
+  }
+  run_op(op, dev.index(), a, attrs, outs);
+  return outs;
+}
+
+c10::Device dev_of(const char* op, std::initializer_list<const Tensor*> ts) {
+  return common_device(op, ts);
+}
+
+// out= forms: resize like PyTorch's out kernels, then write.
+Tensor& put(Tensor& out, const Tensor& r, const char* op) {
+  at::native::resize_output(out, r.sizes());
+  assign_result(out, r, op);
+  return out;
+}
+
+// ---- Cholesky ---------------------------------------------------------------
+
+T2 k_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
+  const char* op = "aten::linalg_cholesky_ex";
+  c10::Device dev = A.device();
+  if (!native(A))
+    return on_cpu(op, A, dev, [&] { return at::linalg_cholesky_ex(cpu(A), upper, check_errors); });
+  T2 m = at::linalg_cholesky_ex(to_meta(A), upper, false);
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {upper});
+  if (check_errors) at::_linalg_check_errors(o[1], "linalg.cholesky_ex", A.dim() == 2);
+  return {o[0], o[1]};
+}
+
+std::tuple<Tensor&, Tensor&> k_cholesky_ex_out(const Tensor& A, bool upper, bool check_errors,
+                                             Tensor& L, Tensor& info) {
+  T2 r = k_cholesky_ex(A, upper, check_errors);
+  put(L, std::get<0>(r), "aten::linalg_cholesky_ex");
+  put(info, std::get<1>(r), "aten::linalg_cholesky_ex");
+  return {L, info};
+}
+
+Tensor k_cholesky(const Tensor& self, bool upper) {
+  TORCH_WARN_ONCE(
+      "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be ",
+      "removed in a future PyTorch release.\n",
+      "L = torch.k_cholesky(A)\n",
+      "should be replaced with\n",
+      "L = torch.linalg.k_cholesky(A)\n",
+      "and\n"
+      "U = torch.k_cholesky(A, upper=True)\n",
+      "should be replaced with\n",
+      "U = torch.linalg.k_cholesky(A).mH\n"
+      "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.");
+  c10::Device dev = self.device();
+  if (!native(self))
+    return on_cpu("aten::cholesky", self, dev, [&] { return at::cholesky(cpu(self), upper); });
+  Tensor m = at::cholesky(to_meta(self), upper);
+  T2 mm = at::linalg_cholesky_ex(to_meta(self), upper, false);
+  auto o = run("aten::linalg_cholesky_ex", dev, {self}, {m, std::get<1>(mm)}, {upper});
+  at::_linalg_check_errors(o[1], "cholesky", self.dim() == 2);
+  return o[0];
+}
+
+Tensor& k_cholesky_out(const Tensor& self, bool upper, Tensor& out) {
+  return put(out, k_cholesky(self, upper), "aten::cholesky");
+}
+
+// ---- triangular solves --------------------------------------------------------
+
+Tensor k_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left, bool unit) {
+  const char* op = "aten::linalg_solve_triangular";
+  c10::Device dev = dev_of(op, {&A, &B});
+  Tensor m = at::linalg_solve_triangular(to_meta(A), to_meta(B), upper, left, unit);
+  if (!native(m))
+    return on_cpu(op, A, dev, [&] {
+      return at::linalg_solve_triangular(cpu(A), cpu(B), upper, left, unit);
+    });
+  if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
+  return run(op, dev, {A, B}, {m}, {upper, left, unit})[0];
+}
+
+Tensor& k_solve_triangular_out(const Tensor& A, const Tensor& B, bool upper, bool left, bool unit,
+                             Tensor& out) {
+  return put(out, k_solve_triangular(A, B, upper, left, unit), "aten::linalg_solve_triangular");
+}
+
+T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool transpose, bool unit) {
+  const char* op = "aten::triangular_solve";
+  TORCH_WARN_ONCE(
+      "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular",
+      "and will be removed in a future PyTorch release.\n",
+      "torch.linalg.solve_triangular has its arguments reversed and does not return a copy of one of the inputs.\n",
+      "X = torch.triangular_solve(B, A).solution\n",
+      "should be replaced with\n",
+      "X = torch.linalg.solve_triangular(A, B).");
+  c10::Device dev = dev_of(op, {&self, &A});
+  if (!native(self) || !native(A))
+    return on_cpu(op, self, dev, [&] {
+      return at::triangular_solve(cpu(self), cpu(A), upper, transpose, unit);
+    });
+  T2 m = at::triangular_solve(to_meta(self), to_meta(A), upper, transpose, unit);
+  if (std::get<0>(m).numel() == 0 || std::get<1>(m).numel() == 0)
+    return {at::empty(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev)),
+            A.expand(std::get<1>(m).sizes()).clone(at::MemoryFormat::Contiguous)};
+  auto o = run(op, dev, {self, A}, {std::get<0>(m), std::get<1>(m)}, {upper, transpose, unit});
+  return {o[0], o[1]};
+}
+
+std::tuple<Tensor&, Tensor&> k_triangular_solve_out(const Tensor& self, const Tensor& A, bool upper,
+                                                  bool transpose, bool unit, Tensor& X, Tensor& M) {
+  T2 r = k_triangular_solve(self, A, upper, transpose, unit);
+  put(X, std::get<0>(r), "aten::triangular_solve");
+  put(M, std::get<1>(r), "aten::triangular_solve");
+  return {X, M};
+}
+
+Tensor k_cholesky_solve_helper(const Tensor& self, const Tensor& A, bool upper) {
+  const char* op = "aten::_cholesky_solve_helper";
+  c10::Device dev = dev_of(op, {&self, &A});
+  if (!native(self) || !native(A))
+    return on_cpu(op, self, dev, [&] { return at::_cholesky_solve_helper(cpu(self), cpu(A), upper); });
+  Tensor m = at::_cholesky_solve_helper(to_meta(self), to_meta(A), upper);
+  if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
+  return run(op, dev, {self, A}, {m}, {upper})[0];
+}
+
+Tensor& k_cholesky_solve_helper_out(const Tensor& self, const Tensor& A, bool upper, Tensor& out) {
+  return put(out, k_cholesky_solve_helper(self, A, upper), "aten::_cholesky_solve_helper");
+}
+
+Tensor k_cholesky_inverse(const Tensor& self, bool upper) {
+  const char* op = "aten::cholesky_inverse";
+  c10::Device dev = self.device();
+  if (!native(self))
+    return on_cpu(op, self, dev, [&] { return at::cholesky_inverse(cpu(self), upper); });
+  Tensor m = at::cholesky_inverse(to_meta(self), upper);
+  if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
+  return run(op, dev, {self}, {m}, {upper})[0];
+}
+
+Tensor& k_cholesky_inverse_out(const Tensor& self, bool upper, Tensor& out) {
+  return put(out, k_cholesky_inverse(self, upper), "aten::cholesky_inverse");
+}
+
+// ---- LU ---------------------------------------------------------------------------
+
+void check_pivot(bool pivot) {
+  TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+}
+
+T3 k_lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
+  const char* op = "aten::linalg_lu_factor_ex";
+  c10::Device dev = A.device();
+  if (!native(A))
+    return on_cpu(op, A, dev, [&] { return at::linalg_lu_factor_ex(cpu(A), pivot, check_errors); });
+  T3 m = at::linalg_lu_factor_ex(to_meta(A), pivot, false);
+  check_pivot(pivot);
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {});
+  if (check_errors) at::_linalg_check_errors(o[2], "torch.linalg.lu_factor_ex", A.dim() == 2);
+  return {o[0], o[1], o[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> k_lu_factor_ex_out(const Tensor& A, bool pivot,
+                                                      bool check_errors, Tensor& LU,
+                                                      Tensor& pivots, Tensor& info) {
+  T3 r = k_lu_factor_ex(A, pivot, check_errors);
+  put(LU, std::get<0>(r), "aten::linalg_lu_factor_ex");
+  put(pivots, std::get<1>(r), "aten::linalg_lu_factor_ex");
+  put(info, std::get<2>(r), "aten::linalg_lu_factor_ex");
+  return {LU, pivots, info};
+}
+
+T3 k_linalg_lu(const Tensor& A, bool pivot) {
+  const char* op = "aten::linalg_lu";
+  c10::Device dev = A.device();
+  if (!native(A)) return on_cpu(op, A, dev, [&] { return at::linalg_lu(cpu(A), pivot); });
+  T3 m = at::linalg_lu(to_meta(A), pivot);
+  check_pivot(pivot);
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {});
+  return {o[0], o[1], o[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> k_linalg_lu_out(const Tensor& A, bool pivot, Tensor& P,
+                                                   Tensor& L, Tensor& U) {
+  T3 r = k_linalg_lu(A, pivot);
+  put(P, std::get<0>(r), "aten::linalg_lu");
+  put(L, std::get<1>(r), "aten::linalg_lu");
+  put(U, std::get<2>(r), "aten::linalg_lu");
+  return {P, L, U};
+}
+
+T3 k_lu_unpack(const Tensor& LU, const Tensor& pivots, bool unpack_data, bool unpack_pivots) {
+  const char* op = "aten::lu_unpack";
+  c10::Device dev = dev_of(op, {&LU, &pivots});
+  if (!native(LU))
+    return on_cpu(op, LU, dev, [&] {
+      return at::lu_unpack(cpu(LU), cpu(pivots), unpack_data, unpack_pivots);
+    });
+  T3 m = at::lu_unpack(to_meta(LU), to_meta(pivots), unpack_data, unpack_pivots);
+  int64_t lo, hi;
+  if (unpack_pivots && index_bounds(pivots, &lo, &hi))
+    TORCH_CHECK(lo >= 1 && hi <= LU.size(-2),
+                "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive."
+                "Did you properly pass the result of lu_factor?");
+  auto o = run(op, dev, {LU, pivots}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)},
+               {unpack_data, unpack_pivots});
+  return {o[0], o[1], o[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> k_lu_unpack_out(const Tensor& LU, const Tensor& pivots,
+                                                   bool unpack_data, bool unpack_pivots,
+                                                   Tensor& P, Tensor& L, Tensor& U) {
+  T3 r = k_lu_unpack(LU, pivots, unpack_data, unpack_pivots);
+  put(P, std::get<0>(r), "aten::lu_unpack");
+  put(L, std::get<1>(r), "aten::lu_unpack");
+  put(U, std::get<2>(r), "aten::lu_unpack");
+  return {P, L, U};
+}
+
+Tensor k_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left, bool adjoint) {
+  const char* op = "aten::linalg_lu_solve";
+  c10::Device dev = dev_of(op, {&LU, &pivots, &B});
+  if (!native(LU))
+    return on_cpu(op, LU, dev, [&] {
+      return at::linalg_lu_solve(cpu(LU), cpu(pivots), cpu(B), left, adjoint);
+    });
+  Tensor m = at::linalg_lu_solve(to_meta(LU), to_meta(pivots), to_meta(B), left, adjoint);
+  if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
+  int64_t lo, hi;
+  if (index_bounds(pivots, &lo, &hi))
+    TORCH_CHECK(lo >= 1 && hi <= LU.size(-2),
+                "Pivots given to lu_solve must all be smaller or equal to LU.size(-2). "
+                "Did you properly pass the result of lu_factor?");
+  return run(op, dev, {LU, pivots, B}, {m}, {left, adjoint})[0];
+}
+
+Tensor& k_lu_solve_out(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left,
+                     bool adjoint, Tensor& out) {
+  return put(out, k_lu_solve(LU, pivots, B, left, adjoint), "aten::linalg_lu_solve");
+}
+
+T2 k_inv_ex(const Tensor& A, bool check_errors) {
+  const char* op = "aten::linalg_inv_ex";
+  c10::Device dev = A.device();
+  if (!native(A))
+    return on_cpu(op, A, dev, [&] { return at::linalg_inv_ex(cpu(A), check_errors); });
+  T2 m = at::linalg_inv_ex(to_meta(A), false);
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {});
+  if (check_errors) at::_linalg_check_errors(o[1], "linalg.inv_ex", A.dim() == 2);
+  return {o[0], o[1]};
+}
+
+std::tuple<Tensor&, Tensor&> k_inv_ex_out(const Tensor& A, bool check_errors, Tensor& inverse,
+                                        Tensor& info) {
+  T2 r = k_inv_ex(A, check_errors);
+  put(inverse, std::get<0>(r), "aten::linalg_inv_ex");
+  put(info, std::get<1>(r), "aten::linalg_inv_ex");
+  return {inverse, info};
+}
+
+T4 k_solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
+  const char* op = "aten::_linalg_solve_ex";
+  c10::Device dev = dev_of(op, {&A, &B});
+  if (!native(A))
+    return on_cpu(op, A, dev, [&] { return at::_linalg_solve_ex(cpu(A), cpu(B), left, check_errors); });
+  T4 m = at::_linalg_solve_ex(to_meta(A), to_meta(B), left, false);
+  // PyTorch's rule for a vector right-hand side (linalg_solve_is_vector_rhs)
+  bool vec = B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes() == A.sizes().slice(0, A.dim() - 1));
+  auto o = run(op, dev, {A, B}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
+               {left, vec});
+  if (check_errors) at::_linalg_check_errors(o[3], "linalg.solve_ex", A.dim() == 2);
+  return {o[0], o[1], o[2], o[3]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> k_solve_ex_out(const Tensor& A, const Tensor& B,
+                                                            bool left, bool check_errors,
+                                                            Tensor& result, Tensor& LU,
+                                                            Tensor& pivots, Tensor& info) {
+  T4 r = k_solve_ex(A, B, left, check_errors);
+  put(result, std::get<0>(r), "aten::_linalg_solve_ex");
+  put(LU, std::get<1>(r), "aten::_linalg_solve_ex");
+  put(pivots, std::get<2>(r), "aten::_linalg_solve_ex");
+  put(info, std::get<3>(r), "aten::_linalg_solve_ex");
+  return {result, LU, pivots, info};
+}
+
+T3 k_det(const Tensor& A) {
+  const char* op = "aten::_linalg_det";
+  c10::Device dev = A.device();
+  if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_det(cpu(A)); });
+  T3 m = at::_linalg_det(to_meta(A));
+  // CPU factors A^T when A is contiguous; the backward relies on it
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {A.is_contiguous()});
+  return {o[0], o[1], o[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> k_det_out(const Tensor& A, Tensor& result, Tensor& LU,
+                                             Tensor& pivots) {
+  T3 r = k_det(A);
+  put(result, std::get<0>(r), "aten::_linalg_det");
+  put(LU, std::get<1>(r), "aten::_linalg_det");
+  put(pivots, std::get<2>(r), "aten::_linalg_det");
+  return {result, LU, pivots};
+}
+
+T4 k_slogdet(const Tensor& A) {
+  const char* op = "aten::_linalg_slogdet";
+  c10::Device dev = A.device();
+  if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_slogdet(cpu(A)); });
+  T4 m = at::_linalg_slogdet(to_meta(A));
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
+               {A.is_contiguous()});
+  return {o[0], o[1], o[2], o[3]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> k_slogdet_out(const Tensor& A, Tensor& sign,
+                                                           Tensor& logabsdet, Tensor& LU,
+                                                           Tensor& pivots) {
+  T4 r = k_slogdet(A);
+  put(sign, std::get<0>(r), "aten::_linalg_slogdet");
+  put(logabsdet, std::get<1>(r), "aten::_linalg_slogdet");
+  put(LU, std::get<2>(r), "aten::_linalg_slogdet");
+  put(pivots, std::get<3>(r), "aten::_linalg_slogdet");
+  return {sign, logabsdet, LU, pivots};
+}
+
+// ---- QR, eigenvalues -------------------------------------------------------------
+
+T2 k_geqrf(const Tensor& self) {
+  const char* op = "aten::geqrf";
+  c10::Device dev = self.device();
+  if (!native(self)) return on_cpu(op, self, dev, [&] { return at::geqrf(cpu(self)); });
+  // geqrf has no meta function: CPU's check, then a = self's shape and tau
+  // (*, min(m, n)).
+  TORCH_CHECK(self.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
+  std::vector<int64_t> ts(self.sizes().begin(), self.sizes().end() - 2);
+  ts.push_back(std::min(self.size(-2), self.size(-1)));
+  T2 m = {at::empty(self.sizes(), self.options().device(at::kMeta)),
+          at::empty(ts, self.options().device(at::kMeta))};
+  if (self.numel() == 0)
+    return {at::empty(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev)),
+            at::zeros(std::get<1>(m).sizes(), std::get<1>(m).options().device(dev))};
+  auto o = run(op, dev, {self}, {std::get<0>(m), std::get<1>(m)}, {});
+  return {o[0], o[1]};
+}
+
+std::tuple<Tensor&, Tensor&> k_geqrf_out(const Tensor& self, Tensor& a, Tensor& tau) {
+  T2 r = k_geqrf(self);
+  put(a, std::get<0>(r), "aten::geqrf");
+  put(tau, std::get<1>(r), "aten::geqrf");
+  return {a, tau};
+}
+
+Tensor k_householder_product(const Tensor& input, const Tensor& tau) {
+  const char* op = "aten::linalg_householder_product";
+  c10::Device dev = dev_of(op, {&input, &tau});
+  if (!native(input))
+    return on_cpu(op, input, dev, [&] { return at::linalg_householder_product(cpu(input), cpu(tau)); });
+  Tensor m = at::linalg_householder_product(to_meta(input), to_meta(tau));
+  if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
+  return run(op, dev, {input, tau}, {m}, {})[0];
+}
+
+Tensor& k_householder_product_out(const Tensor& input, const Tensor& tau, Tensor& out) {
+  return put(out, k_householder_product(input, tau), "aten::linalg_householder_product");
+}
+
+T2 k_linalg_qr(const Tensor& A, c10::string_view mode) {
+  const char* op = "aten::linalg_qr";
+  c10::Device dev = A.device();
+  if (!native(A)) return on_cpu(op, A, dev, [&] { return at::linalg_qr(cpu(A), mode); });
+  T2 m = at::linalg_qr(to_meta(A), mode);
+  int64_t md = mode == "complete" ? 1 : mode == "r" ? 2 : 0;
+  if (A.numel() == 0) {
+    // no matrix to factor: Q is (part of) the identity, R is empty/zero
+    Tensor Q = at::zeros(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev));
+    if (Q.numel()) Q.diagonal(0, -2, -1).fill_(1);
+    return {Q, at::zeros(std::get<1>(m).sizes(), std::get<1>(m).options().device(dev))};
+  }
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {md});
+  return {o[0], o[1]};
+}
+
+std::tuple<Tensor&, Tensor&> k_linalg_qr_out(const Tensor& A, c10::string_view mode, Tensor& Q,
+                                           Tensor& R) {
+  T2 r = k_linalg_qr(A, mode);
+  put(Q, std::get<0>(r), "aten::linalg_qr");
+  put(R, std::get<1>(r), "aten::linalg_qr");
+  return {Q, R};
+}
+
+// Eigenvalues only: eigenvectors are defined up to sign (and rotation for
+// repeated eigenvalues), so a different algorithm than CPU's would give
+// different vectors; those stay on CPU's kernel.
+T2 k_linalg_eigh(const Tensor& A, c10::string_view uplo, bool compute_v) {
+  const char* op = "aten::_linalg_eigh";
+  c10::Device dev = A.device();
+  if (!native(A) || compute_v)
+    return on_cpu(op, A, dev, [&] { return at::_linalg_eigh(cpu(A), uplo, compute_v); });
+  T2 m = at::_linalg_eigh(to_meta(A), uplo, compute_v);
+  if (A.numel() == 0)
+    return {at::empty(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev)),
+            at::empty(std::get<1>(m).sizes(), std::get<1>(m).options().device(dev))};
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {uplo == "L" || uplo == "l"});
+  return {o[0], o[1]};
+}
+
+std::tuple<Tensor&, Tensor&> k_linalg_eigh_out(const Tensor& A, c10::string_view uplo,
+                                             bool compute_v, Tensor& values, Tensor& vectors) {
+  T2 r = k_linalg_eigh(A, uplo, compute_v);
+  put(values, std::get<0>(r), "aten::_linalg_eigh");
+  put(vectors, std::get<1>(r), "aten::_linalg_eigh");
+  return {values, vectors};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_cholesky_ex", k_cholesky_ex);
+  m.impl("linalg_cholesky_ex.L", k_cholesky_ex_out);
+  m.impl("cholesky", k_cholesky);
+  m.impl("cholesky.out", k_cholesky_out);
+  m.impl("linalg_solve_triangular", k_solve_triangular);
+  m.impl("linalg_solve_triangular.out", k_solve_triangular_out);
+  m.impl("triangular_solve", k_triangular_solve);
+  m.impl("triangular_solve.X", k_triangular_solve_out);
+  m.impl("_cholesky_solve_helper", k_cholesky_solve_helper);
+  m.impl("_cholesky_solve_helper.out", k_cholesky_solve_helper_out);
+  m.impl("cholesky_inverse", k_cholesky_inverse);
+  m.impl("cholesky_inverse.out", k_cholesky_inverse_out);
+  m.impl("linalg_lu_factor_ex", k_lu_factor_ex);
+  m.impl("linalg_lu_factor_ex.out", k_lu_factor_ex_out);
+  m.impl("linalg_lu", k_linalg_lu);
+  m.impl("linalg_lu.out", k_linalg_lu_out);
+  m.impl("lu_unpack", k_lu_unpack);
+  m.impl("lu_unpack.out", k_lu_unpack_out);
+  m.impl("linalg_lu_solve", k_lu_solve);
+  m.impl("linalg_lu_solve.out", k_lu_solve_out);
+  m.impl("linalg_inv_ex", k_inv_ex);
+  m.impl("linalg_inv_ex.inverse", k_inv_ex_out);
+  m.impl("_linalg_solve_ex", k_solve_ex);
+  m.impl("_linalg_solve_ex.result", k_solve_ex_out);
+  m.impl("_linalg_det", k_det);
+  m.impl("_linalg_det.result", k_det_out);
+  m.impl("_linalg_slogdet", k_slogdet);
+  m.impl("_linalg_slogdet.sign", k_slogdet_out);
+  m.impl("geqrf", k_geqrf);
+  m.impl("geqrf.a", k_geqrf_out);
+  m.impl("linalg_householder_product", k_householder_product);
+  m.impl("linalg_householder_product.out", k_householder_product_out);
+  m.impl("linalg_qr", k_linalg_qr);
+  m.impl("linalg_qr.out", k_linalg_qr_out);
+  m.impl("_linalg_eigh", k_linalg_eigh);
+  m.impl("_linalg_eigh.eigenvalues", k_linalg_eigh_out);
+}
+
+}  // namespace torch_pjrt

@@ -1,0 +1,150 @@
+// Glue for the three ops every torch.fft function, stft and istft reach:
+// _fft_c2c, _fft_r2c and _fft_c2r (and their .out forms); their autograd
+// formulas call the same three. Output shapes come from PyTorch's meta
+// functions; the lowering is src/ops/fft.c. float32/float64 (r2c) and
+// complex64/complex128 (c2c, c2r) run natively. Other dtypes, empty tensors
+// and out-of-contract c2r sizes go to CPU's kernel, which raises CPU's error
+// for them (half, bfloat16, empty) or computes (a counted fallback).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "common.h"
+
+namespace torch_pjrt {
+namespace {
+
+using at::Tensor;
+
+enum Kind { kC2C, kR2C, kC2R };
+
+bool native_dtype(Kind kind, at::ScalarType t) {
+  if (kind == kR2C) return t == at::kFloat || t == at::kDouble;
+  return t == at::kComplexFloat || t == at::kComplexDouble;
+}
+
+// The dims wrapped; *ok is false when one repeats (left to CPU's kernel).
+std::vector<int64_t> wrap_dims(const Tensor& x, at::IntArrayRef dim, bool* ok) {
+  std::vector<int64_t> w;
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)), false);
+  *ok = true;
+  for (int64_t d : dim) {
+    int64_t v = c10::maybe_wrap_dim(d, x.dim());
+    if (seen[v]) *ok = false;
+    seen[v] = true;
+    w.push_back(v);
+  }
+  return w;
+}
+
+// Runs op on self into a tensor shaped like fn(meta self). `arg` is forward /
+// onesided / last_dim_size; fn is the same aten call, on meta tensors for the
+// output shape and argument checks, on CPU tensors for what stays on CPU.
+template <typename Fn>
+Tensor run_fft(const char* op, Kind kind, const Tensor& self, at::IntArrayRef dim,
+               int64_t norm, int64_t arg, Fn fn) {
+  check_supported(self, op);
+  c10::Device dev = self.device();
+  bool ok = native_dtype(kind, self.scalar_type()) && self.numel() > 0;
+  std::vector<int64_t> dims;
+  if (ok) dims = wrap_dims(self, dim, &ok);
+  Tensor meta;
+  if (ok) {
+    meta = fn(to_meta(self));  // PyTorch's argument checks and the output shape
+    // c2r reads exactly last_dim_size / 2 + 1 bins; CPU's kernels treat
+    // other sizes in ways of their own.
+    if (kind == kC2R) ok = !dims.empty() && arg >= 1 && self.size(dims.back()) == arg / 2 + 1;
+    if (kind != kC2C && dims.empty()) ok = false;
+    if (meta.numel() == 0) ok = false;
+  }
+  if (!ok) {
+    Tensor r = fn(self.cpu());  // CPU's error for what CPU refuses
+    if (r.numel() > 0) dtype_fallback(op, self.scalar_type());
+    return r.to(dev);
+  }
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
+  bool conj = self.is_conj();
+  std::vector<int64_t> attrs{norm, arg, conj ? 1 : 0, static_cast<int64_t>(dims.size())};
+  attrs.insert(attrs.end(), dims.begin(), dims.end());
+  OpArgs a;
+  // A conjugate view is read as its stored values and conjugated in the
+  // program, rather than resolved through the host.
+  a.tensor(conj ? self.conj() : self);
+  run_op(op, dev.index(), a, attrs, {out});
+  return out;
+}
+
+Tensor fft_r2c(const Tensor& self, at::IntArrayRef dim, int64_t norm, bool onesided) {
+  auto f = [&](const Tensor& x) { return at::_fft_r2c(x, dim, norm, onesided); };
+  return run_fft("aten::_fft_r2c", kR2C, self, dim, norm, onesided ? 1 : 0, f);
+}
+
+Tensor fft_c2r(const Tensor& self, at::IntArrayRef dim, int64_t norm, c10::SymInt last) {
+  int64_t n = last.guard_int(__FILE__, __LINE__);
+  auto f = [&](const Tensor& x) { return at::_fft_c2r(x, dim, norm, n); };
+  return run_fft("aten::_fft_c2r", kC2R, self, dim, norm, n, f);
+}
+
+Tensor fft_c2c(const Tensor& self, c10::SymIntArrayRef sym_dim, int64_t norm, bool forward) {
+  auto dim = C10_AS_INTARRAYREF_SLOW(sym_dim);
+  auto f = [&](const Tensor& x) { return at::_fft_c2c(x, dim, norm, forward); };
+  return run_fft("aten::_fft_c2c", kC2C, self, dim, norm, forward ? 1 : 0, f);
+}
+
+Tensor& fft_r2c_out(const Tensor& self, at::IntArrayRef dim, int64_t norm, bool onesided,
+                    Tensor& out) {
+  return out_result(out, fft_r2c(self, dim, norm, onesided), "aten::_fft_r2c.out");
+}
+
+Tensor& fft_c2r_out(const Tensor& self, at::IntArrayRef dim, int64_t norm, c10::SymInt last,
+                    Tensor& out) {
+  return out_result(out, fft_c2r(self, dim, norm, std::move(last)), "aten::_fft_c2r.out");
+}
+
+Tensor& fft_c2c_out(const Tensor& self, c10::SymIntArrayRef dim, int64_t norm, bool forward,
+                    Tensor& out) {
+  return out_result(out, fft_c2c(self, dim, norm, forward), "aten::_fft_c2c.out");
+}
+
+// On the Conjugate key (hfft passes a conjugate view to _fft_c2r; so do
+// autograd formulas): PyTorch's conjugate fallback would resolve the view
+// through clone -> _copy_from, which for tpu goes through the host. A tpu
+// input goes straight to the kernel above, which conjugates in the program;
+// any other device gets what the fallback does: resolve, then redispatch
+// below the Conjugate key.
+c10::DispatchKeySet below_conjugate(c10::DispatchKeySet ks) {
+  return ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::Conjugate);
+}
+
+Tensor fft_c2r_conj(c10::DispatchKeySet ks, const Tensor& self, at::IntArrayRef dim,
+                    int64_t norm, c10::SymInt last) {
+  if (self.device().is_privateuseone()) return fft_c2r(self, dim, norm, std::move(last));
+  return at::_ops::_fft_c2r::redispatch(below_conjugate(ks), self.resolve_conj(), dim, norm,
+                                        std::move(last));
+}
+
+Tensor fft_c2c_conj(c10::DispatchKeySet ks, const Tensor& self, c10::SymIntArrayRef dim,
+                    int64_t norm, bool forward) {
+  if (self.device().is_privateuseone()) return fft_c2c(self, dim, norm, forward);
+  return at::_ops::_fft_c2c::redispatch(below_conjugate(ks), self.resolve_conj(), dim, norm,
+                                        forward);
+}
+
+}  // namespace
+}  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
+  m.impl("_fft_r2c", TORCH_FN(fft_r2c));
+  m.impl("_fft_r2c.out", TORCH_FN(fft_r2c_out));
+  m.impl("_fft_c2r", TORCH_FN(fft_c2r));
+  m.impl("_fft_c2r.out", TORCH_FN(fft_c2r_out));
+  m.impl("_fft_c2c", TORCH_FN(fft_c2c));
+  m.impl("_fft_c2c.out", TORCH_FN(fft_c2c_out));
+}
+
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  using namespace torch_pjrt;
+  m.impl("_fft_c2r", TORCH_FN(fft_c2r_conj));
+  m.impl("_fft_c2c", TORCH_FN(fft_c2c_conj));
+}
