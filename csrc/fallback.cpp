@@ -10,6 +10,10 @@
 #include "common.h"
 
 namespace torch_pjrt {
+
+// outform.cpp: an out= overload whose functional form is native runs that.
+bool try_native_out_form(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
 namespace {
 
 std::mutex g_mu;
@@ -30,6 +34,8 @@ Mode fallback_mode() {
 }
 
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // Not a fallback: the functional kernel computes, the out is written on tpu.
+  if (try_native_out_form(op, stack)) return;
   const auto& name = op.schema().operator_name();
   std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
   Mode mode = fallback_mode();

@@ -306,6 +306,20 @@ void tpj_lower_special_bessel_y0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_bessel_y1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_spherical_bessel_j0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* misc pointwise ops (ops/misc.c) */
+void tpj_lower_signbit(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_copysign(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_fmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_fmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_heaviside(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logaddexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logaddexp2(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_xlogy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_angle(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_complex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_polar(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_frexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 #ifdef __cplusplus
 }
 #endif
