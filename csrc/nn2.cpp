@@ -348,6 +348,8 @@ Tensor cdist_backward(const Tensor& g, const Tensor& x1, const Tensor& x2, doubl
                       const Tensor& dist) {
   check_dist_dtype(x1, "cdist_backward");
   Tensor m = at::_cdist_backward(to_meta(g), to_meta(x1), to_meta(x2), p, to_meta(dist));
+  // nothing to sum (an empty batch, or no rows): CPU's zeros of x1's shape
+  if (g.numel() == 0 || x1.numel() == 0) return at::zeros(m.sizes(), m.options().device(x1.device()));
   auto xs = batch_expanded(x1, x2, g);
   return run_dist("aten::_cdist_backward", {g, xs[0], xs[1], dist}, m, p);
 }
