@@ -2,12 +2,14 @@
 // the reflection and replication pads' backward, logit, hardshrink,
 // softshrink, threshold (with their backward, in-place and out= forms),
 // channel_shuffle, the multi / multilabel margin losses (src/ops/margin.c) and
-// the cdist / pdist distances (src/ops/dist.c). Shapes,
+// the cdist / pdist distances (src/ops/dist.c) and bicubic upsampling
+// (src/ops/cubic.c). Shapes,
 // dtypes and argument errors come from the meta functions.
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "common.h"
 #include "dtype_check.h"
@@ -366,6 +368,56 @@ Tensor pdist_backward(const Tensor& g, const Tensor& x, double p, const Tensor& 
   return run_dist("aten::_pdist_backward", {g, x, dist}, m, p);
 }
 
+// ---- bicubic upsampling ----------------------------------------------------------
+
+// attrs of src/ops/cubic.c: compute dtype, align_corners, then per dim
+// has_scale and the scale's bits.
+std::vector<int64_t> cubic_attrs(const Tensor& x, bool align, std::optional<double> sh,
+                                 std::optional<double> sw) {
+  std::vector<int64_t> a{compute_dtype(x.scalar_type()), align};
+  for (const auto& s : {sh, sw}) {
+    int64_t bits = 0;
+    if (s) std::memcpy(&bits, &*s, sizeof bits);
+    a.push_back(s.has_value());
+    a.push_back(bits);
+  }
+  return a;
+}
+
+// Floating inputs run natively; others (uint8) run CPU's kernel, counted,
+// which also raises CPU's error for dtypes CPU lacks.
+template <typename F>
+Tensor run_cubic(const char* op, const Tensor& x, const std::vector<int64_t>& attrs, F f) {
+  Tensor m = f(to_meta(x));
+  if (!c10::isFloatingType(x.scalar_type())) {
+    Tensor r = f(to_host(x));
+    dtype_fallback(op, x.scalar_type());
+    return r.to(x.device());
+  }
+  check_supported(x, op);
+  c10::DeviceGuard guard(x.device());
+  Tensor out = at::empty(m.sizes(), m.options().device(x.device()));
+  if (out.numel() == 0) return out;
+  OpArgs a;
+  a.tensor(x);
+  run_op(op, x.device().index(), a, attrs, {out});
+  return out;
+}
+
+Tensor bicubic(const Tensor& x, c10::SymIntArrayRef size, bool align, std::optional<double> sh,
+               std::optional<double> sw) {
+  return run_cubic("aten::upsample_bicubic2d", x, cubic_attrs(x, align, sh, sw),
+                   [&](const Tensor& in) { return at::upsample_bicubic2d_symint(in, size, align, sh, sw); });
+}
+
+Tensor bicubic_backward(const Tensor& g, c10::SymIntArrayRef out_size, c10::SymIntArrayRef in_size,
+                        bool align, std::optional<double> sh, std::optional<double> sw) {
+  return run_cubic("aten::upsample_bicubic2d_backward", g, cubic_attrs(g, align, sh, sw),
+                   [&](const Tensor& in) {
+                     return at::upsample_bicubic2d_backward_symint(in, out_size, in_size, align, sh, sw);
+                   });
+}
+
 Tensor& out_of(Tensor& out, const Tensor& r, const char* op, const Tensor& in) {
   check_no_overlap(out, {&in});
   return out_result(out, r, op);
@@ -450,4 +502,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cdist_backward", TORCH_FN(torch_pjrt::cdist_backward));
   m.impl("_pdist_forward", TORCH_FN(torch_pjrt::pdist_forward));
   m.impl("_pdist_backward", TORCH_FN(torch_pjrt::pdist_backward));
+  m.impl("upsample_bicubic2d", TORCH_FN(torch_pjrt::bicubic));
+  m.impl("upsample_bicubic2d.out", [](const Tensor& x, SymArr size, bool ac, std::optional<double> sh,
+                                      std::optional<double> sw, Tensor& o) -> Tensor& {
+    return out_of(o, torch_pjrt::bicubic(x, size, ac, sh, sw), "aten::upsample_bicubic2d.out", x);
+  });
+  m.impl("upsample_bicubic2d_backward", TORCH_FN(torch_pjrt::bicubic_backward));
+  m.impl("upsample_bicubic2d_backward.grad_input",
+         [](const Tensor& g, SymArr os, SymArr is, bool ac, std::optional<double> sh,
+            std::optional<double> sw, Tensor& o) -> Tensor& {
+           return out_of(o, torch_pjrt::bicubic_backward(g, os, is, ac, sh, sw),
+                         "aten::upsample_bicubic2d_backward.grad_input", g);
+         });
 }

@@ -295,6 +295,10 @@ void tpj_lower_cdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_pdist(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_pdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* bicubic upsampling (ops/cubic.c) */
+void tpj_lower_upsample_bicubic(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_upsample_bicubic_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 #ifdef __cplusplus
 }
 #endif

@@ -275,6 +275,8 @@ static const tpj_op_def_t kOps[] = {
     {"aten::trunc", tpj_lower_trunc},
     {"aten::unfold_backward", tpj_lower_unfold_backward},
     {"aten::uniform_", tpj_lower_uniform},
+    {"aten::upsample_bicubic2d", tpj_lower_upsample_bicubic},
+    {"aten::upsample_bicubic2d_backward", tpj_lower_upsample_bicubic_backward},
     {"aten::upsample_bilinear2d", tpj_lower_upsample},
     {"aten::upsample_bilinear2d_backward", tpj_lower_upsample_backward},
     {"aten::upsample_linear1d", tpj_lower_upsample},

@@ -348,3 +348,25 @@ def test_distance_dtype_errors():
     for dev in ("cpu", "tpu"):
         with pytest.raises(NotImplementedError, match="\"cdist\" not implemented for 'Half'"):
             torch.cdist(torch.ones(2, 3, dtype=torch.half, device=dev), torch.ones(2, 3, dtype=torch.half, device=dev))
+
+
+# ---- bicubic upsampling -----------------------------------------------------------------
+
+def test_interpolate_bicubic():
+    torch.manual_seed(9)
+    x = torch.randn(2, 3, 5, 7)
+    check(lambda x: F.interpolate(x, size=(8, 11), mode="bicubic"), x)
+    check(lambda x: F.interpolate(x, size=(3, 4), mode="bicubic", align_corners=True), x)
+    check(lambda x: F.interpolate(x, scale_factor=(1.7, 0.6), mode="bicubic"), x.transpose(2, 3))
+    check(lambda x: F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False), x[:1].double(),
+          dtype=torch.float64)
+    check(lambda x: F.interpolate(x, size=(9, 4), mode="bicubic"), x.bfloat16(), dtype=torch.bfloat16)
+    # uint8 runs CPU's kernel (counted)
+    xu = torch.randint(0, 255, (1, 2, 4, 4), dtype=torch.uint8)
+    torch.testing.assert_close(F.interpolate(xu.to("tpu"), size=(6, 6), mode="bicubic").cpu(),
+                               F.interpolate(xu, size=(6, 6), mode="bicubic"))
+
+
+def test_cdist_empty_rows():
+    x1, x2 = torch.randn(1, 3, 5), torch.randn(0, 4, 5)
+    check(lambda a, b: torch.cdist(a, b), x1, x2)
