@@ -392,9 +392,13 @@ static tpj_hlo_value_t tpj_adaptive_widths(tpj_hlo_builder_t* b, const tpj_hlo_v
   return tpj_pool_along(b, w, v->dims, v->ndim, d);
 }
 
-/* aten::_adaptive_avg_pool3d: in[0] x; attrs[0] compute dtype, attrs[1]
- * nsp. Averaging is separable: one adaptive mean per spatial dim. */
-void tpj_lower_adaptive_avg_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+/* aten::_adaptive_avg_pool3d (bwd 0) and its backward (bwd 1): in[0] x or
+ * grad_output; attrs[0] compute dtype, attrs[1] nsp. Averaging is
+ * separable: one adaptive mean per spatial dim. Its transpose scales by
+ * 1 / width, then input i sums the cells covering it, which are cells
+ * [floor(i*O/I), ceil((i+1)*O/I)): the same window rule with the sizes
+ * swapped. */
+static void tpj_adaptive_avg(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int bwd) {
   tpj_hlo_builder_t* b = ctx->b;
   int nsp = ctx->nattrs > 1 ? (int)ctx->attrs[1] : 0;
   const tpj_rt_shape_t* o = &ctx->outs[0];
@@ -403,27 +407,18 @@ void tpj_lower_adaptive_avg_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
     return;
   }
   tpj_hlo_value_t x = tpj_window_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[0]), nsp);
-  for (int i = nsp - 1; i >= 0; --i) x = tpj_adaptive_sum(b, x, 1 + i, o->dims[o->ndim - nsp + i], 1);
+  for (int i = nsp - 1; i >= 0; --i) {
+    int64_t n = o->dims[o->ndim - nsp + i];
+    if (bwd) x = tpj_hlo_emit_binary(b, "stablehlo.divide", x, tpj_adaptive_widths(b, &x, 1 + i, n));
+    x = tpj_adaptive_sum(b, x, 1 + i, n, !bwd);
+  }
   tpj_pool_results(b, o, 1, &x, results);
 }
 
-/* aten::_adaptive_avg_pool3d_backward: in[0] grad_output; attrs as forward.
- * The transpose of each dim's mean: scale by 1 / width, then input i sums
- * the cells covering it, which are cells [floor(i*O/I), ceil((i+1)*O/I)):
- * the same window rule with the sizes swapped. */
+void tpj_lower_adaptive_avg_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_adaptive_avg(ctx, results, 0);
+}
+
 void tpj_lower_adaptive_avg_pool_nd_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  tpj_hlo_builder_t* b = ctx->b;
-  int nsp = ctx->nattrs > 1 ? (int)ctx->attrs[1] : 0;
-  const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 1 || nsp < 1 || nsp > TPJ_NSP_MAX || ctx->in[0].ndim < nsp + 1) {
-    tpj_pool_bad(ctx, "adaptive_avg_pool_backward");
-    return;
-  }
-  tpj_hlo_value_t g = tpj_window_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[0]), nsp);
-  for (int i = nsp - 1; i >= 0; --i) {
-    int64_t n_in = o->dims[o->ndim - nsp + i];
-    g = tpj_hlo_emit_binary(b, "stablehlo.divide", g, tpj_adaptive_widths(b, &g, 1 + i, n_in));
-    g = tpj_adaptive_sum(b, g, 1 + i, n_in, 0);
-  }
-  tpj_pool_results(b, o, 1, &g, results);
+  tpj_adaptive_avg(ctx, results, 1);
 }
