@@ -341,7 +341,8 @@ def test_cdist_pdist(p):
     x = torch.randn(6, 4)
     x[3] = x[1]
     check(lambda x: F.pdist(x, p=p), x)
-    check(lambda a, b: torch.cdist(a, b, p=p), x1.double(), x2.double(), dtype=torch.float64)
+    if p in (0.5, 2.0):
+        check(lambda a, b: torch.cdist(a, b, p=p), x1.double(), x2.double(), dtype=torch.float64)
 
 
 def test_distance_dtype_errors():
