@@ -4,7 +4,7 @@
  * for large euclidean inputs is PyTorch's own composite, not these ops).
  * attrs[0] the compute dtype, attrs[1] the norm kind; the general p travels
  * as a runtime scalar (last operand). */
-#include "ops/ops.h"
+#include "ops/window.h"
 
 #define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
 #define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
@@ -193,12 +193,7 @@ void tpj_lower_pdist(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   for (int64_t i = 0; i + 1 < n && tpj_hlo_ok(b); ++i) {
     int64_t st[2] = {i, i + 1}, lim[2] = {i + 1, n}, one[2] = {1, 1}, len = n - 1 - i;
     tpj_hlo_value_t row = tpj_hlo_emit_reshape(b, tpj_hlo_emit_slice(b, full, st, lim, one), &len, 1);
-    if (acc.id < 0) {
-      acc = row;
-    } else {
-      tpj_hlo_value_t two[2] = {acc, row};
-      acc = tpj_hlo_emit_concatenate(b, two, 2, 0);
-    }
+    acc = tpj_window_append(b, acc, &row, 1, 0);
   }
   results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, acc, o->dims, o->ndim), o->dtype);
 }
@@ -237,13 +232,7 @@ void tpj_lower_pdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     }
     rows[nr++] = tpj_hlo_emit_reshape(b, row, r1, 2);
     if (nr < TPJ_HLO_MAX_ARGS - 1 && i + 1 < n) continue;
-    tpj_hlo_value_t c = nr == 1 ? rows[0] : tpj_hlo_emit_concatenate(b, rows, nr, 0);
-    if (upper.id >= 0) {
-      tpj_hlo_value_t two[2] = {upper, c};
-      upper = tpj_hlo_emit_concatenate(b, two, 2, 0);
-    } else {
-      upper = c;
-    }
+    upper = tpj_window_append(b, upper, rows, nr, 0);
     nr = 0;
   }
   int64_t perm[2] = {1, 0}, d3[3] = {1, n, n};

@@ -5,6 +5,14 @@
 #include "hlo/gather.h"
 #include "ops/window.h"
 
+tpj_hlo_value_t tpj_window_append(tpj_hlo_builder_t* b, tpj_hlo_value_t acc,
+                                  const tpj_hlo_value_t* parts, int n, int dim) {
+  tpj_hlo_value_t c = n == 1 ? parts[0] : tpj_hlo_emit_concatenate(b, parts, n, dim);
+  if (acc.id < 0) return c;
+  tpj_hlo_value_t two[2] = {acc, c};
+  return tpj_hlo_emit_concatenate(b, two, 2, dim);
+}
+
 static int tpj_fold_bad(tpj_op_ctx_t* ctx, const char* op) {
   tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
   return 0;
@@ -56,13 +64,7 @@ void tpj_lower_im2col(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
       chunk[nc++] = tpj_hlo_emit_reshape(b, tpj_hlo_emit_slice(b, xp, st, lim, str), tap, 3);
       int last = i == f.k[0] - 1 && j == f.k[1] - 1;
       if (nc < TPJ_HLO_MAX_ARGS - 1 && !last) continue;
-      tpj_hlo_value_t c = nc == 1 ? chunk[0] : tpj_hlo_emit_concatenate(b, chunk, nc, 1);
-      if (r.id >= 0) {
-        tpj_hlo_value_t two[2] = {r, c};
-        r = tpj_hlo_emit_concatenate(b, two, 2, 1);
-      } else {
-        r = c;
-      }
+      r = tpj_window_append(b, r, chunk, nc, 1);
       nc = 0;
     }
   results[0] = tpj_hlo_emit_reshape(b, r, ctx->outs[0].dims, ctx->outs[0].ndim);

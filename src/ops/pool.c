@@ -74,6 +74,23 @@ static void tpj_pool_max_step(tpj_hlo_builder_t* b, tpj_hlo_value_t v, tpj_hlo_v
   *idx = tpj_hlo_emit_select(b, wins, flat, *idx);
 }
 
+/* Folds spatial dim i's tap (in range `ok`, coordinate `pos`, both already
+ * broadcast to the output) into the tap's validity and its flat index
+ * within the plane (row-major over the input's spatial sizes isp). */
+static void tpj_pool_tap_fold(tpj_hlo_builder_t* b, int i, tpj_hlo_value_t ok, tpj_hlo_value_t pos,
+                              const int64_t* isp, tpj_hlo_value_t* valid, tpj_hlo_value_t* flat) {
+  if (i == 0) {
+    *valid = ok;
+    *flat = pos;
+    return;
+  }
+  *valid = tpj_hlo_emit_binary(b, "stablehlo.and", *valid, ok);
+  *flat = tpj_hlo_emit_binary(
+      b, "stablehlo.add",
+      tpj_hlo_emit_binary(b, "stablehlo.multiply", *flat, tpj_pool_i64(b, isp[i], pos.dims, pos.ndim)),
+      pos);
+}
+
 /* Advances the tap counter t (row-major over ks); 0 when done. */
 static int tpj_pool_next(int64_t* t, const int64_t* ks, int nsp) {
   for (int i = nsp - 1; i >= 0; --i) {
@@ -130,18 +147,8 @@ void tpj_lower_max_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
       tpj_hlo_value_t ok = tpj_hlo_emit_binary(
           b, "stablehlo.and", tpj_hlo_emit_compare(b, pos, tpj_pool_i64(b, 0, pos.dims, 1), "GE"),
           tpj_hlo_emit_compare(b, pos, tpj_pool_i64(b, x.dims[1 + i], pos.dims, 1), "LT"));
-      ok = tpj_pool_along(b, ok, od, nsp + 1, 1 + i);
-      pos = tpj_pool_along(b, pos, od, nsp + 1, 1 + i);
-      if (i == 0) {
-        valid = ok;
-        flat = pos;
-      } else {
-        valid = tpj_hlo_emit_binary(b, "stablehlo.and", valid, ok);
-        flat = tpj_hlo_emit_binary(b, "stablehlo.add",
-                                   tpj_hlo_emit_binary(b, "stablehlo.multiply", flat,
-                                                       tpj_pool_i64(b, x.dims[1 + i], od, nsp + 1)),
-                                   pos);
-      }
+      tpj_pool_tap_fold(b, i, tpj_pool_along(b, ok, od, nsp + 1, 1 + i),
+                        tpj_pool_along(b, pos, od, nsp + 1, 1 + i), x.dims + 1, &valid, &flat);
     }
     tpj_hlo_value_t v = tpj_hlo_emit_slice(b, xp, st, lim, str);
     tpj_pool_max_step(b, v, flat, valid, &best, &idx);
@@ -340,18 +347,8 @@ void tpj_lower_adaptive_max_pool(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
       /* an invalid tap reads the cell's start instead (masked off below) */
       tpj_hlo_value_t safe = tpj_hlo_emit_select(b, ok, pos, start[i]);
       v = tpj_hlo_emit_take(b, v, safe, 1 + i);
-      ok = tpj_pool_along(b, ok, od, n, 1 + i);
-      pos = tpj_pool_along(b, pos, od, n, 1 + i);
-      if (i == 0) {
-        valid = ok;
-        flat = pos;
-      } else {
-        valid = tpj_hlo_emit_binary(b, "stablehlo.and", valid, ok);
-        flat = tpj_hlo_emit_binary(b, "stablehlo.add",
-                                   tpj_hlo_emit_binary(b, "stablehlo.multiply", flat,
-                                                       tpj_pool_i64(b, x.dims[1 + i], od, n)),
-                                   pos);
-      }
+      tpj_pool_tap_fold(b, i, tpj_pool_along(b, ok, od, n, 1 + i), tpj_pool_along(b, pos, od, n, 1 + i),
+                        x.dims + 1, &valid, &flat);
     }
     tpj_pool_max_step(b, v, flat, valid, &best, &idx);
   } while (tpj_pool_next(t, ks, nsp) && tpj_hlo_ok(b));
