@@ -320,6 +320,51 @@ void tpj_lower_complex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_polar(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_frexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* nn2 family (ops/nn2.c): nll_loss2d, pad backward, shrink/logit/threshold,
+ * channel_shuffle. */
+void tpj_lower_nll_loss2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nll_loss2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_edge_pad_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logit(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_logit_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_hardshrink(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_softshrink(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_shrink_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_threshold(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_channel_shuffle(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+/* pooling over 1-3 spatial dims (ops/pool.c) */
+void tpj_lower_max_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_max_pool_nd_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_avg_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_avg_pool_nd_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_adaptive_max_pool(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_adaptive_avg_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_adaptive_avg_pool_nd_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+/* sliding blocks (ops/fold.c): F.unfold / F.fold, Tensor.unfold's backward,
+ * max_unpool */
+void tpj_lower_im2col(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_col2im(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_unfold_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_max_unpool(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+/* margin losses (ops/margin.c) */
+void tpj_lower_multi_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_multi_margin_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_multilabel_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_multilabel_margin_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+/* p-norm distances (ops/dist.c) */
+void tpj_lower_cdist(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_cdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_pdist(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_pdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
+/* bicubic upsampling (ops/cubic.c) */
+void tpj_lower_upsample_bicubic(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_upsample_bicubic_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,225 @@
+// Kernel glue for the pooling of src/ops/pool.c: max_pool3d_with_indices,
+// avg_pool3d, adaptive_max_pool2d/3d and _adaptive_avg_pool3d, with their
+// backward and out= forms. Output shapes and argument errors come from the
+// meta functions; dtype errors are worded as CPU's kernels word them.
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "common.h"
+#include "dtype_check.h"
+
+namespace torch_pjrt {
+namespace {
+
+using at::IntArrayRef;
+using at::Tensor;
+
+// An int list of 1 or n values as n values; `dflt` when empty.
+std::vector<int64_t> expand(IntArrayRef v, IntArrayRef dflt, size_t n) {
+  if (v.empty()) v = dflt;
+  std::vector<int64_t> r(n);
+  for (size_t i = 0; i < n; ++i) r[i] = v.size() == 1 ? v[0] : v[i];
+  return r;
+}
+
+// Runs op on the tpu tensors ts into new tensors shaped like metas.
+std::vector<Tensor> run_pool(const char* op, std::initializer_list<const Tensor*> ts,
+                             std::initializer_list<const Tensor*> metas, std::vector<int64_t> attrs) {
+  for (const Tensor* t : ts) check_supported(*t, op);
+  c10::Device dev = common_device(op, ts);
+  c10::DeviceGuard guard(dev);
+  std::vector<Tensor> outs;
+  for (const Tensor* m : metas) outs.push_back(at::empty(m->sizes(), m->options().device(dev)));
+  OpArgs a;
+  for (const Tensor* t : ts) a.tensor(*t);
+  run_op(op, dev.index(), a, attrs, outs);
+  return outs;
+}
+
+int64_t cdtype(const Tensor& t) { return to_tpj_dtype(accumulator(t.scalar_type())); }
+
+// ---- max_pool3d -------------------------------------------------------------------
+
+std::vector<int64_t> max_attrs(IntArrayRef k, IntArrayRef s, IntArrayRef p, IntArrayRef d) {
+  std::vector<int64_t> a{3};
+  for (auto v : {expand(k, k, 3), expand(s, k, 3), expand(p, {0}, 3), expand(d, {1}, 3)})
+    a.insert(a.end(), v.begin(), v.end());
+  return a;
+}
+
+std::tuple<Tensor, Tensor> max_pool3d_tpu(const Tensor& self, IntArrayRef k, IntArrayRef s,
+                                      IntArrayRef p, IntArrayRef d, bool ceil_mode) {
+  auto [m0, m1] = at::max_pool3d_with_indices(to_meta(self), k, s, p, d, ceil_mode);
+  at::ScalarType t = self.scalar_type();
+  check_cpu_dtype(t != at::kBool && !c10::isComplexType(t), t, "max_pool3d");
+  auto r = run_pool("aten::max_pool3d_with_indices", {&self}, {&m0, &m1}, max_attrs(k, s, p, d));
+  return {r[0], r[1]};
+}
+
+Tensor max_pool_backward(const char* op, const Tensor& grad, const Tensor& self,
+                         const Tensor& indices, int64_t nsp) {
+  auto r = run_pool(op, {&grad, &indices}, {&self}, {cdtype(self), nsp});
+  return r[0];
+}
+
+Tensor max_pool3d_backward(const Tensor& grad, const Tensor& self, IntArrayRef k, IntArrayRef s,
+                           IntArrayRef p, IntArrayRef d, bool ceil_mode, const Tensor& indices) {
+  Tensor m = at::max_pool3d_with_indices_backward(to_meta(grad), to_meta(self), k, s, p, d,
+                                                  ceil_mode, to_meta(indices));
+  check_floating_dtype(self, "max_pool3d_backward");
+  (void)m;
+  return max_pool_backward("aten::max_pool3d_with_indices_backward", grad, self, indices, 3);
+}
+
+// ---- avg_pool3d -------------------------------------------------------------------
+
+std::vector<int64_t> avg_attrs(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArrayRef p,
+                               bool cip, std::optional<int64_t> div) {
+  std::vector<int64_t> a{3};
+  for (auto v : {expand(k, k, 3), expand(s, k, 3), expand(p, {0}, 3)})
+    a.insert(a.end(), v.begin(), v.end());
+  a.push_back(cip);
+  a.push_back(div ? *div : 0);
+  a.push_back(cdtype(self));
+  return a;
+}
+
+// CPU's avg_pool3d takes float, double and integers (no half, bool or complex).
+void check_avg3d_dtype(const Tensor& x, const char* name) {
+  at::ScalarType t = x.scalar_type();
+  check_cpu_dtype(t == at::kFloat || t == at::kDouble || c10::isIntegralType(t, false), t, name);
+}
+
+Tensor avg_pool3d_tpu(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArrayRef p, bool ceil_mode,
+                  bool cip, std::optional<int64_t> div) {
+  const char* op = "aten::avg_pool3d";
+  Tensor m = at::avg_pool3d(to_meta(self), k, s, p, ceil_mode, cip, div);
+  check_avg3d_dtype(self, "avg_pool3d_out_frame");
+  if (!c10::isFloatingType(self.scalar_type())) {
+    // CPU sums integers in their own type (wrapping); not lowered: CPU's kernel, counted.
+    dtype_fallback(op, self.scalar_type());
+    return at::avg_pool3d(self.cpu(), k, s, p, ceil_mode, cip, div).to(self.device());
+  }
+  return run_pool(op, {&self}, {&m}, avg_attrs(self, k, s, p, cip, div))[0];
+}
+
+Tensor avg_pool3d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayRef k, IntArrayRef s,
+                           IntArrayRef p, bool ceil_mode, bool cip, std::optional<int64_t> div) {
+  const char* op = "aten::avg_pool3d_backward";
+  Tensor m = at::avg_pool3d_backward(to_meta(grad), to_meta(self), k, s, p, ceil_mode, cip, div);
+  check_avg3d_dtype(self, "avg_pool3d_backward_out_frame");
+  if (!c10::isFloatingType(self.scalar_type())) {
+    dtype_fallback(op, self.scalar_type());
+    return at::avg_pool3d_backward(grad.cpu(), self.cpu(), k, s, p, ceil_mode, cip, div)
+        .to(self.device());
+  }
+  return run_pool(op, {&grad}, {&m}, avg_attrs(self, k, s, p, cip, div))[0];
+}
+
+// ---- adaptive pooling -----------------------------------------------------------
+
+std::tuple<Tensor, Tensor> adaptive_max2d(const Tensor& self, IntArrayRef size) {
+  check_floating_dtype(self, "adaptive_max_pool2d");
+  auto [m0, m1] = at::adaptive_max_pool2d(to_meta(self), size);
+  auto r = run_pool("aten::adaptive_max_pool2d", {&self}, {&m0, &m1}, {2});
+  return {r[0], r[1]};
+}
+
+std::tuple<Tensor, Tensor> adaptive_max3d(const Tensor& self, IntArrayRef size) {
+  check_floating_dtype(self, "adaptive_max_pool3d_cpu");
+  auto [m0, m1] = at::adaptive_max_pool3d(to_meta(self), size);
+  auto r = run_pool("aten::adaptive_max_pool3d", {&self}, {&m0, &m1}, {3});
+  return {r[0], r[1]};
+}
+
+Tensor adaptive_max2d_backward(const Tensor& grad, const Tensor& self, const Tensor& indices) {
+  at::adaptive_max_pool2d_backward(to_meta(grad), to_meta(self), to_meta(indices));
+  check_floating_dtype(self, "adaptive_max_pool2d_backward");
+  return max_pool_backward("aten::adaptive_max_pool2d_backward", grad, self, indices, 2);
+}
+
+Tensor adaptive_max3d_backward(const Tensor& grad, const Tensor& self, const Tensor& indices) {
+  at::adaptive_max_pool3d_backward(to_meta(grad), to_meta(self), to_meta(indices));
+  check_floating_dtype(self, "adaptive_max_pool3d_backward_cpu");
+  return max_pool_backward("aten::adaptive_max_pool3d_backward", grad, self, indices, 3);
+}
+
+Tensor adaptive_avg3d(const Tensor& self, c10::SymIntArrayRef size) {
+  check_floating_dtype(self, "adaptive_avg_pool3d_cpu");
+  Tensor m = at::_adaptive_avg_pool3d_symint(to_meta(self), size);
+  return run_pool("aten::_adaptive_avg_pool3d", {&self}, {&m}, {cdtype(self), 3})[0];
+}
+
+Tensor adaptive_avg3d_backward(const Tensor& grad, const Tensor& self) {
+  check_floating_dtype(self, "adaptive_avg_pool3d_backward_cpu");
+  Tensor m = at::_adaptive_avg_pool3d_backward(to_meta(grad), to_meta(self));
+  return run_pool("aten::_adaptive_avg_pool3d_backward", {&grad}, {&m}, {cdtype(self), 3})[0];
+}
+
+}  // namespace
+}  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
+  using at::IntArrayRef;
+  using at::Tensor;
+  using TT = std::tuple<Tensor&, Tensor&>;
+  m.impl("max_pool3d_with_indices", TORCH_FN(max_pool3d_tpu));
+  m.impl("max_pool3d_with_indices.out",
+         [](const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, IntArrayRef d, bool c,
+            Tensor& o, Tensor& i) -> TT {
+           auto [v, ix] = max_pool3d_tpu(x, k, s, p, d, c);
+           out_result(o, v, "aten::max_pool3d_with_indices.out");
+           out_result(i, ix, "aten::max_pool3d_with_indices.out");
+           return TT(o, i);
+         });
+  m.impl("max_pool3d_with_indices_backward", TORCH_FN(max_pool3d_backward));
+  m.impl("max_pool3d_with_indices_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p,
+            IntArrayRef d, bool c, const Tensor& i, Tensor& gi) -> Tensor& {
+           return out_result(gi, max_pool3d_backward(g, x, k, s, p, d, c, i),
+                         "aten::max_pool3d_with_indices_backward.grad_input");
+         });
+  m.impl("avg_pool3d", TORCH_FN(avg_pool3d_tpu));
+  m.impl("avg_pool3d.out", [](const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, bool c,
+                              bool cip, std::optional<int64_t> div, Tensor& o) -> Tensor& {
+    return out_result(o, avg_pool3d_tpu(x, k, s, p, c, cip, div), "aten::avg_pool3d.out");
+  });
+  m.impl("avg_pool3d_backward", TORCH_FN(avg_pool3d_backward_tpu));
+  m.impl("avg_pool3d_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, bool c,
+            bool cip, std::optional<int64_t> div, Tensor& gi) -> Tensor& {
+           return out_result(gi, avg_pool3d_backward_tpu(g, x, k, s, p, c, cip, div),
+                         "aten::avg_pool3d_backward.grad_input");
+         });
+  m.impl("adaptive_max_pool2d", TORCH_FN(adaptive_max2d));
+  m.impl("adaptive_max_pool2d.out", [](const Tensor& x, IntArrayRef size, Tensor& o,
+                                       Tensor& i) -> TT {
+    auto [v, ix] = adaptive_max2d(x, size);
+    out_result(o, v, "aten::adaptive_max_pool2d.out");
+    out_result(i, ix, "aten::adaptive_max_pool2d.out");
+    return TT(o, i);
+  });
+  m.impl("adaptive_max_pool3d", TORCH_FN(adaptive_max3d));
+  m.impl("adaptive_max_pool3d.out", [](const Tensor& x, IntArrayRef size, Tensor& o,
+                                       Tensor& i) -> TT {
+    auto [v, ix] = adaptive_max3d(x, size);
+    out_result(o, v, "aten::adaptive_max_pool3d.out");
+    out_result(i, ix, "aten::adaptive_max_pool3d.out");
+    return TT(o, i);
+  });
+  m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max2d_backward));
+  m.impl("adaptive_max_pool2d_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, const Tensor& i, Tensor& gi) -> Tensor& {
+           return out_result(gi, adaptive_max2d_backward(g, x, i),
+                         "aten::adaptive_max_pool2d_backward.grad_input");
+         });
+  m.impl("adaptive_max_pool3d_backward", TORCH_FN(adaptive_max3d_backward));
+  m.impl("adaptive_max_pool3d_backward.grad_input",
+         [](const Tensor& g, const Tensor& x, const Tensor& i, Tensor& gi) -> Tensor& {
+           return out_result(gi, adaptive_max3d_backward(g, x, i),
+                         "aten::adaptive_max_pool3d_backward.grad_input");
+         });
+  m.impl("_adaptive_avg_pool3d", TORCH_FN(adaptive_avg3d));
+  m.impl("_adaptive_avg_pool3d_backward", TORCH_FN(adaptive_avg3d_backward));
+}
