@@ -72,8 +72,22 @@ Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t di
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
   Tensor m = at::threshold_backward(to_meta(grad), to_meta(self), threshold);
-  return run_like("aten::threshold_backward", {&grad, &self}, m,
-                  {to_tpj_dtype(m.scalar_type())}, {&threshold});
+  // Half types compare in float against the unrounded threshold, as CPU's
+  // kernel does (bf16(0.3) <= 0.3 is false there, true in bf16).
+  at::ScalarType t = m.scalar_type();
+  at::ScalarType cd = (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
+  const char* op = "aten::threshold_backward";
+  check_supported(grad, op);
+  check_supported(self, op);
+  c10::Device dev = common_device(op, {&grad, &self});
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(m.sizes(), m.options().device(dev));
+  OpArgs a;
+  add_operand(a, grad, dev.index());
+  add_operand(a, self, dev.index());
+  a.scalar(threshold, cd, dev.index());
+  run_op(op, dev.index(), a, {to_tpj_dtype(cd)}, {out});
+  return out;
 }
 
 Tensor clamp_op(const Tensor& self, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {

@@ -159,8 +159,9 @@ def test_half_scalars_round_like_cpu(dtype):
               lambda x: torch.logit(x, 0.3)):
         check(f, x, dtype=dtype, tol=dict(rtol=0, atol=0), grad=False)
         check(f, x, dtype=dtype)
-    # (threshold's gradient is threshold_backward, not lowered here)
     check(lambda x: F.threshold(x, 0.3, -2.0), x, dtype=dtype, tol=dict(rtol=0, atol=0), grad=False)
+    # threshold's gradient (threshold_backward) compares in float too
+    check(lambda x: F.threshold(x, 0.3, -2.0), x, dtype=dtype, tol=dict(rtol=0, atol=0))
 
 
 def test_shrink_errors_like_cpu():
