@@ -318,15 +318,6 @@ void cummaxmin_helper(const char* op, const Tensor& self, Tensor& values, Tensor
   assign_result(indices, i, op);
 }
 
-// threshold: value where x <= threshold (threshold converted to x's dtype
-// first, as CPU's kernel compares), else x; a NaN x stays NaN.
-Tensor threshold(const Tensor& self, const Scalar& th, const Scalar& value) {
-  ScalarType t = self.scalar_type();
-  if (t == at::kBool || c10::isComplexType(t)) no_kernel("threshold_cpu", t);
-  Scalar tc = is_int(t) ? Scalar(th.to<int64_t>()) : th;
-  return at::masked_fill(self, at::le(self, wrap_scalar(tc)), value);
-}
-
 // norm(p, dim) is linalg_vector_norm, as CPU's norm kernel computes it; the
 // meta function first gives norm's own checks (float or complex input).
 Tensor norm_dim(const Tensor& self, const std::optional<Scalar>& p, at::IntArrayRef dim,
@@ -621,11 +612,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return at::zeros_symint(size, at::TensorOptions().dtype(dtype).layout(layout).device(device));
   });
   m.impl("logspace.out", TORCH_FN(tp::logspace_out));
-  m.impl("threshold", TORCH_FN(tp::threshold));
-  m.impl("threshold_", [](Tensor& s, const Scalar& th, const Scalar& v) -> Tensor& {
-    tp::assign_result(s, tp::threshold(s, th, v), "aten::threshold_");
-    return s;
-  });
   m.impl("norm.ScalarOpt_dim", [](const Tensor& s, const std::optional<Scalar>& p,
                                   at::IntArrayRef dim, bool keepdim) {
     return tp::norm_dim(s, p, dim, keepdim, std::nullopt);

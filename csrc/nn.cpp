@@ -237,8 +237,14 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::SymIntAr
   c10::DeviceGuard guard(dev);
   at::ScalarType cd = accumulator(input.scalar_type());
   Tensor y = at::empty(m0.sizes(), m0.options().device(dev));
-  Tensor mean = at::empty(m1.sizes(), m1.options().device(dev));
-  Tensor rstd = at::empty(m2.sizes(), m2.options().device(dev));
+  // CPU's statistics dtype: the input's, or float for a half-type input with
+  // float weight or bias (the meta function says float for every half input)
+  at::ScalarType st = input.scalar_type();
+  if ((st == at::kHalf || st == at::kBFloat16) &&
+      ((hw && weight->scalar_type() == at::kFloat) || (hb && bias->scalar_type() == at::kFloat)))
+    st = at::kFloat;
+  Tensor mean = at::empty(m1.sizes(), m1.options().device(dev).dtype(st));
+  Tensor rstd = at::empty(m2.sizes(), m2.options().device(dev).dtype(st));
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
   a.scalar(eps, cd, dev.index());

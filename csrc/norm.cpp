@@ -38,6 +38,17 @@ Tensor empty_like_meta(const Tensor& meta, c10::Device dev) {
 
 // ---- batch norm -------------------------------------------------------------
 
+// The dtype of the saved statistics on CPU: the input's, or float when a
+// half-type input comes with float parameters ("mixed type"). The meta
+// functions say float for every half input.
+at::ScalarType stat_dtype(const Tensor& input, std::initializer_list<const OptTensor*> params) {
+  at::ScalarType t = input.scalar_type();
+  if (t != at::kHalf && t != at::kBFloat16) return t;
+  for (const OptTensor* p : params)
+    if (has(*p) && (*p)->scalar_type() == at::kFloat) return at::kFloat;
+  return t;
+}
+
 std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTensor& weight,
                                               const OptTensor& bias, const OptTensor& running_mean,
                                               const OptTensor& running_var, bool training,
@@ -64,8 +75,10 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTens
   Tensor y = empty_like_meta(m0, dev);
   // CPU returns empty saved statistics in eval mode (the meta function
   // sizes them (C,)); follow CPU, whose backward never reads them.
-  Tensor save_mean = training ? empty_like_meta(m1, dev) : at::empty({0}, m1.options().device(dev));
-  Tensor save_invstd = training ? empty_like_meta(m2, dev) : at::empty({0}, m2.options().device(dev));
+  auto st = m1.options().device(dev).dtype(
+      stat_dtype(input, {&weight, &bias, &running_mean, &running_var}));
+  Tensor save_mean = at::empty(training ? m1.sizes() : at::IntArrayRef{0}, st);
+  Tensor save_invstd = at::empty(training ? m2.sizes() : at::IntArrayRef{0}, st);
   std::vector<Tensor> outs{y};
   if (training) {
     outs.push_back(save_mean);
