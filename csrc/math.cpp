@@ -165,7 +165,7 @@ void check_divisor(const Tensor& b) {
 Tensor mod_like(const char* op, const char* kernel, const Tensor& a, const Tensor& b) {
   ScalarType t = at::result_type(a, b);
   if (t == at::kBool) not_implemented(kernel, t);
-  if (integral(t)) check_divisor(b);
+  if (integral(t) && a.numel() > 0) check_divisor(b);  // an empty result divides nothing
   return run_ew(op, {&a, &b}, opmath(t), t);
 }
 
@@ -184,7 +184,7 @@ Tensor div_mode(const Tensor& a, const Tensor& b, std::optional<c10::string_view
   bool floor = *mode == "floor";
   ScalarType t = at::result_type(a, b);
   if (t == at::kBool) not_implemented(floor ? "div_floor_cpu" : "div_trunc_cpu", t);
-  if (integral(t)) check_divisor(b);
+  if (integral(t) && a.numel() > 0) check_divisor(b);  // an empty result divides nothing
   return run_ew("aten::div.Tensor_mode", {&a, &b}, opmath(t), t, {floor ? 2 : 1});
 }
 

@@ -275,6 +275,13 @@ def test_division_operators_and_errors():
         raises_like_cpu(fn, bo, bo)
     raises_like_cpu(lambda x, y: torch.div(x, y, rounding_mode="bad"), a, b)
     raises_like_cpu(lambda x, y: x.div_(y, rounding_mode="floor"), a, b.float())
+    # integer division by zero raises as on CPU, but an empty result divides
+    # nothing (take_along_dim on empty tensors computes index % 0)
+    raises_like_cpu(lambda x: x % 0, a)
+    raises_like_cpu(lambda x, y: torch.div(x, y * 0, rounding_mode="trunc"), a, b)
+    native(lambda x: x % 0, a[:0])
+    native(lambda x, y: torch.div(x, y * 0, rounding_mode="floor"), a[:0], b[:1])
+    native(lambda x, i: torch.take_along_dim(x, i, dim=1), a.reshape(1, 7)[:0], b.reshape(1, 7)[:0])
 
 
 # ---- binary float math, nan_to_num, isnan ---------------------------------------------
