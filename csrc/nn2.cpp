@@ -214,7 +214,27 @@ void check_target_range(const Tensor& target, int64_t lo, int64_t classes, const
 void check_margin_dtype(const Tensor& x, const char* name) {
   at::ScalarType t = x.scalar_type();
   check_cpu_dtype(t == at::kFloat || t == at::kDouble, t, name);
+  // CPU's shape check and wording (the meta function prints a torch.Size)
+  int64_t nd = x.dim();
+  TORCH_CHECK((nd == 2 && x.size(1) != 0) || (nd == 1 && x.size(0) != 0) || nd == 0,
+              "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ",
+              x.sizes());
 }
+
+// A meta function that refuses the call words its error differently from
+// CPU (it prints a torch.Size): rerun the refused call on zero-filled CPU
+// tensors of the same shapes so the error the user sees is CPU's own.
+template <class Meta, class Cpu>
+auto meta_or_cpu_error(Meta meta, Cpu cpu) -> decltype(meta()) {
+  try {
+    return meta();
+  } catch (const std::exception&) {  // c10::Error, or a Python meta function's error
+    cpu();  // throws CPU's error; where CPU accepts, the meta error stands
+    throw;
+  }
+}
+
+Tensor zeros_cpu(const Tensor& t) { return at::zeros(t.sizes(), t.options().device(at::kCPU)); }
 
 // CPU gives a 0-d loss for a 1-D input without reduction (the meta function (1,)).
 Tensor margin_loss_shape(const Tensor& x, int64_t reduction, const Tensor& meta) {
@@ -226,8 +246,11 @@ Tensor multi_margin(const Tensor& x, const Tensor& t, const Scalar& p, const Sca
   const char* op = "aten::multi_margin_loss";
   bool hw = w && w->defined();
   check_margin_dtype(x, "multi_margin_loss_cpu_kernel");
-  Tensor m = margin_loss_shape(x, reduction, at::multi_margin_loss(to_meta(x), to_meta(t), p, margin,
-                                                                    hw ? to_meta(*w) : Tensor(), reduction));
+  Tensor m = margin_loss_shape(x, reduction, meta_or_cpu_error(
+      [&] { return at::multi_margin_loss(to_meta(x), to_meta(t), p, margin,
+                                         hw ? to_meta(*w) : Tensor(), reduction); },
+      [&] { at::multi_margin_loss(zeros_cpu(x), zeros_cpu(t), p, margin,
+                                  hw ? zeros_cpu(*w) : Tensor(), reduction); }));
   check_supported(x, op);
   check_target_range(t, 0, x.dim() == 0 ? 1 : x.size(-1), "target out of range");
   c10::Device dev = x.device();
@@ -271,7 +294,9 @@ Tensor multi_margin_backward(const Tensor& g, const Tensor& x, const Tensor& t, 
 std::tuple<Tensor, Tensor> multilabel_margin(const Tensor& x, const Tensor& t, int64_t reduction) {
   const char* op = "aten::multilabel_margin_loss_forward";
   check_margin_dtype(x, "multilabel_margin_loss_forward_out_frame");
-  auto [m0_, m1] = at::multilabel_margin_loss_forward(to_meta(x), to_meta(t), reduction);
+  auto [m0_, m1] = meta_or_cpu_error(
+      [&] { return at::multilabel_margin_loss_forward(to_meta(x), to_meta(t), reduction); },
+      [&] { at::multilabel_margin_loss_forward(zeros_cpu(x), zeros_cpu(t), reduction); });
   Tensor m0 = margin_loss_shape(x, reduction, m0_);
   check_supported(x, op);
   check_target_range(t, -1, x.dim() == 0 ? 1 : x.size(-1), "argument #2 'target' is out of range");
