@@ -691,6 +691,8 @@ def merge(old: dict, new: dict) -> dict:
                          key=lambda r: (r["op"], r["variant"], order.get(r["dtype"], 99)))
     if old.get("mode") != new.get("mode"):
         doc["mode"] = "mixed"
+    if "device_generic" in old and "device_generic" not in new:
+        doc["device_generic"] = old["device_generic"]  # written by hand, see markdown()
     return summarize(doc)
 
 
@@ -796,6 +798,24 @@ def markdown(doc: dict) -> str:
     for r in skips:
         v = "." + r["variant"] if r["variant"] else ""
         lines.append(f"- `{r['op']}{v}` {r['dtype']}: {r['detail']}")
+    dg = doc.get("device_generic")
+    if dg:
+        lines += ["", "## PyTorch's device-generic OpInfo tests", "",
+                  "`tests/opinfo/test_device_generic.py` instantiates PyTorch's own machinery,",
+                  "`instantiate_device_type_tests(TestCommon, globals(), only_for=\"privateuse1\")`",
+                  "with PrivateUse1TestBase over op_db, so each template runs once per OpInfo on the",
+                  "tpu device with op_db's own skips and expected failures for TestCommon:",
+                  "test_compare_cpu (every reference input against CPU, float32, atol = rtol = 1e-3,",
+                  "upstream's check), test_noncontiguous_samples (non-contiguous inputs give the",
+                  "contiguous answer) and test_errors_match_cpu (every error input that makes CPU",
+                  "raise must raise the same type and message on tpu; CI runs this one).", "",
+                  f"Command: `{dg['command']}` ({dg['date']}).", "",
+                  "| test | passed | failed | skipped | xfailed |", "|---|---|---|---|---|"]
+        for name, c in dg["results"].items():
+            lines.append(f"| {name} | {c.get('passed', 0)} | {c.get('failed', 0)} | "
+                         f"{c.get('skipped', 0)} | {c.get('xfailed', 0)} |")
+        if dg.get("notes"):
+            lines += ["", dg["notes"]]
     lines += ["", native_section(), ""]
     return "\n".join(lines)
 
