@@ -131,8 +131,9 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   check_supported(self, "item");
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
-  at::Tensor one = is_natural(self) ? self : materialize(self, self.scalar_type(), {});
-  at::Tensor host = at::empty({}, self.options().device(at::kCPU));
+  // view_copy keeps the view's rank (it broadcasts, never drops dims).
+  at::Tensor one = is_natural(self) ? self : materialize(self, self.scalar_type(), self.sizes());
+  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
   TPJ_CHECK(tpj_box_to_host(rt(), box_of(one), host.data_ptr()));
   return at::_local_scalar_dense(host);
 }
