@@ -183,6 +183,19 @@ def test_sort_indices_may_differ_only_between_equal_values():
     assert not conformance._same_up_to_ties(ops[("add", "")], sample, ties, cpu)
 
 
+def test_float64_tie_break_forgives_only_cpus_own_overflow_nan():
+    # bfloat16 6.40625 % 2**-126 is exactly 0; CPU's kernel overflows a / b and says NaN.
+    cpu = torch.tensor([float("nan"), 1.0], dtype=torch.bfloat16)
+    ref = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    ok = torch.tensor([0.0, 1.0], dtype=torch.bfloat16)
+    assert conformance._no_worse_than_cpu(ok, cpu, ref, 1e-3, 1.6e-2)
+    off = torch.tensor([0.5, 1.0], dtype=torch.bfloat16)  # finite but not the exact answer
+    assert not conformance._no_worse_than_cpu(off, cpu, ref, 1e-3, 1.6e-2)
+    # where float64 says NaN too, NaN is required
+    assert not conformance._no_worse_than_cpu(ok, cpu, torch.tensor([float("nan"), 1.0],
+                                                                    dtype=torch.float64), 1e-3, 1.6e-2)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16])  # bf16: a few cancellations still differ
 def test_addcmul_addcdiv_lerp_half_compute_in_float(dtype, no_leaks):
     # ops/elementwise.c: CPU computes these fused ops in float32 and rounds once.
