@@ -206,12 +206,31 @@ def _tensors(x, out):
     return out
 
 
+def _same_policy(kwargs, dtype):
+    """F.linear_cross_entropy's chunked options resolve "auto" per device type: the
+    CPU accumulates bf16/f16 in float32 ("accurate"), every other device (CUDA, tpu)
+    in the input dtype ("compact"), a different algorithm with a different answer
+    (0.0 against 0.0033 for a confident bf16 sample). Both runs get tpu's explicit
+    pick, so the comparison is of the kernels, not of the library's policy."""
+    import dataclasses
+
+    opts = kwargs.get("options")
+    if getattr(opts, "acc_policy", None) != "auto" or dtype is None:
+        return kwargs
+    from torch.nn.modules import linear_cross_entropy_options as lceo
+
+    pick = lceo._AUTO_DEFAULTS.get(("tpu", dtype), lceo._AUTO_FALLBACK)
+    opts = dataclasses.replace(opts, acc_policy=pick.acc_policy,
+                               chunking_method=pick.chunking_method)
+    return {**kwargs, "options": opts}
+
+
 def _run(op, sample, device):
     memo: dict = {}
     mv = _leaf_copy(device)
     inp = _map(sample.input, mv, memo)
     args = _map(sample.args, mv, memo)
-    kwargs = _map(sample.kwargs, mv, memo)
+    kwargs = _same_policy(_map(sample.kwargs, mv, memo), getattr(sample.input, "dtype", None))
     out = op(inp, *args, **kwargs)
     leaves = [t for t in _tensors([inp, args, kwargs], []) if t.requires_grad]
     return out, leaves

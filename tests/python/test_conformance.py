@@ -183,6 +183,24 @@ def test_sort_indices_may_differ_only_between_equal_values():
     assert not conformance._same_up_to_ties(ops[("add", "")], sample, ties, cpu)
 
 
+def test_linear_cross_entropy_compared_under_one_policy(no_leaks):
+    from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+
+    auto = LinearCrossEntropyOptions(batch_chunk_size=2)
+    kw = conformance._same_policy({"options": auto}, torch.bfloat16)
+    assert kw["options"].acc_policy == "compact"  # what tpu (and CUDA) resolve "auto" to
+    fixed = {"options": LinearCrossEntropyOptions(acc_policy="accurate")}
+    assert conformance._same_policy(fixed, torch.bfloat16) is fixed
+    # Under the same explicit policy, tpu's loss is CPU's.
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 3, generator=g).bfloat16()
+    w = torch.randn(5, 3, generator=g).bfloat16()
+    t = torch.randint(0, 5, (6,), generator=g)
+    cpu = torch.nn.functional.linear_cross_entropy(x, w, t, **kw)
+    tpu = torch.nn.functional.linear_cross_entropy(x.to("tpu"), w.to("tpu"), t.to("tpu"), **kw)
+    torch.testing.assert_close(tpu.cpu(), cpu, atol=4e-3, rtol=2e-2)
+
+
 def test_float64_tie_break_forgives_only_cpus_own_overflow_nan():
     # bfloat16 6.40625 % 2**-126 is exactly 0; CPU's kernel overflows a / b and says NaN.
     cpu = torch.tensor([float("nan"), 1.0], dtype=torch.bfloat16)
