@@ -247,8 +247,9 @@ def test_strict_mode_refuses_the_cpu_kernel(monkeypatch):
     with pytest.raises(NotImplementedError, match=r"aten::_copy_from for ComplexHalf"):
         c.to(torch.complex64)
     # storage ops stay allowed
-    assert d.clone().cpu().shape == (4, 6)
+    same_bits(d.clone().cpu(), sample(torch.uint32))
     d[0].fill_(3)
+    assert d[0].cpu().tolist() == [3] * 6
 
 
 def test_storage_only_result_of_a_lowering_raises():
