@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common.h"
+#include "storage_dtypes.h"
 
 namespace torch_pjrt {
 
@@ -23,6 +24,13 @@ tpj_dtype_t to_tpj_dtype(at::ScalarType t) {
     case at::kDouble: return TPJ_F64;
     case at::kComplexFloat: return TPJ_C64;
     case at::kComplexDouble: return TPJ_C128;
+    // Storage only (storage_dtypes.cpp): held and moved, computed on the CPU.
+    case at::kUInt16: return TPJ_U16;
+    case at::kUInt32: return TPJ_U32;
+    case at::kUInt64: return TPJ_U64;
+    // XLA has no complex32: its 4 bytes per element live in a u32 buffer
+    // (same element size, so views keep their sizes, strides and offsets).
+    case at::kComplexHalf: return TPJ_U32;
     default: return TPJ_DTYPE_INVALID;
   }
 }
@@ -171,6 +179,7 @@ void write_view(const at::Tensor& dst, const at::Scalar& value) {
 
 void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,
             const std::vector<at::Tensor>& outs) {
+  check_storage_only(op, a, outs);
   std::vector<tpj_rt_shape_t> shapes;
   bool empty = true;
   for (const auto& o : outs) {

@@ -476,6 +476,9 @@ static PJRT_Buffer_Type tpj_rt_pjrt_type(tpj_dtype_t dt) {
     case TPJ_F64: return PJRT_Buffer_Type_F64;
     case TPJ_C64: return PJRT_Buffer_Type_C64;
     case TPJ_C128: return PJRT_Buffer_Type_C128;
+    case TPJ_U16: return PJRT_Buffer_Type_U16;
+    case TPJ_U32: return PJRT_Buffer_Type_U32;
+    case TPJ_U64: return PJRT_Buffer_Type_U64;
     default: return PJRT_Buffer_Type_INVALID;
   }
 }
