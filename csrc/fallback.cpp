@@ -99,7 +99,8 @@ namespace {
 
 }  // namespace
 
-// Sparse and quantized tpu tensors would otherwise reach a dispatcher dump.
+// Sparse compressed and quantized tpu tensors would otherwise reach a
+// dispatcher dump (sparse COO: sparse.cpp and sparse_fallback below).
 void unsupported_layout(const c10::OperatorHandle& op, torch::jit::Stack*) {
   const auto& name = op.schema().operator_name();
   TORCH_CHECK_NOT_IMPLEMENTED(false, name.name, ": sparse and quantized tensors are not supported "
@@ -109,8 +110,36 @@ void unsupported_layout(const c10::OperatorHandle& op, torch::jit::Stack*) {
 
 }  // namespace torch_pjrt
 
+namespace torch_pjrt {
+
+// An op on a sparse COO tpu tensor that sparse.cpp does not compute on tpu:
+// PyTorch's SparseCPU kernel runs on CPU copies of the arguments (sparse ones
+// stay sparse), mutated arguments are written back and results come back to
+// tpu. Counted as "<op> (sparse)" so it is not mistaken for the dense op.
+void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().operator_name();
+  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  Mode mode = fallback_mode();
+  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, full,
+                              " on a sparse tensor has no tpu lowering and "
+                              "TORCH_PJRT_FALLBACK=error forbids running it on the CPU");
+  full += " (sparse)";
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    first = g_counts.find(full) == g_counts.end();
+  }
+  count_fallback(full);
+  if (mode == Mode::kWarn && first)
+    TORCH_WARN(full, " has no tpu lowering: it runs on the CPU (slower; counted in "
+               "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
+  at::native::cpu_fallback(op, stack, /*error_on_views=*/false, c10::DispatchKey::SparseCPU);
+}
+
+}  // namespace torch_pjrt
+
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::sparse_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {

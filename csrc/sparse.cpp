@@ -1,0 +1,276 @@
+// Sparse COO tensors on tpu.
+//
+// A sparse tpu tensor is PyTorch's own SparseTensorImpl (dispatch key
+// SparsePrivateUse1) whose indices and values are dense tpu tensors, exactly
+// as SparseCUDA keeps CUDA tensors. So the structure (sizes, sparse_dim,
+// dense_dim, nnz, the coalesced flag) lives in the impl on the host and every
+// number lives on the device.
+//
+// What is native here:
+//  - PyTorch's layout-generic kernels (the ones ATen registers for SparseCPU,
+//    SparseCUDA and SparseMeta alike: construction, metadata, indices/values,
+//    resize, copy between sparse tensors, clone, empty/zeros). They only
+//    touch the impl and call dispatched ops on the dense parts, which run on
+//    tpu. Transfers (`.cpu()`, `.to("tpu")`) are ATen's _to_copy, which moves
+//    indices and values and calls the constructor registered here.
+//  - dense -> sparse (`_to_sparse`): nonzero() of the (slice-wise) nonzero
+//    mask, then index() for the values; sparse_mask (values of a dense tensor
+//    at a sparse tensor's indices, which autograd uses) the same way.
+//  - sparse -> dense (`_to_dense`): zeros, then index_put_ with accumulate,
+//    so duplicate entries of an uncoalesced tensor add up as on CPU.
+//  - sparse @ dense (`mm`, `addmm`, hence torch.sparse.mm and `s @ d`):
+//    gather the dense rows each entry needs, scale by the values and
+//    index_add them into the output rows.
+// Everything else on a sparse tpu tensor runs PyTorch's CPU kernel on CPU
+// copies (sparse_fallback in fallback.cpp: counted, TORCH_PJRT_FALLBACK
+// honoured) and the results come back to tpu, sparse results staying sparse.
+// Sparse compressed (CSR/CSC/BSR/BSC) and quantized tensors stay refused.
+#include <ATen/SparseTensorImpl.h>
+#include <c10/core/DeviceGuard.h>
+#include <ATen/ops/_coalesced_native.h>
+#include <ATen/ops/_dimI_native.h>
+#include <ATen/ops/_dimV_native.h>
+#include <ATen/ops/_indices_native.h>
+#include <ATen/ops/_nnz_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_sparse_coo_tensor_unsafe.h>
+#include <ATen/ops/_to_sparse_native.h>
+#include <ATen/ops/_values_native.h>
+#include <ATen/ops/clone_native.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/copy_sparse_to_sparse_native.h>
+#include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/empty_like_native.h>
+#include <ATen/ops/empty_native.h>
+#include <ATen/ops/indices_native.h>
+#include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/sparse_dim_native.h>
+#include <ATen/ops/sparse_resize_and_clear_native.h>
+#include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/values_native.h>
+#include <ATen/ops/zero_native.h>
+#include <ATen/ops/zeros_native.h>
+#include <torch/library.h>
+
+#include "common.h"
+
+namespace torch_pjrt {
+
+// fallback.cpp: runs the op's CPU kernel on CPU copies of its tpu arguments.
+void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+namespace {
+
+// Runs `name` through the counted CPU fallback: for a call the native kernel
+// does not take (a dtype or a shape CPU handles, or refuses with its own
+// message).
+template <typename Ret, typename... Args>
+Ret via_cpu(const char* name, const char* overload, Args... args) {
+  auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+  torch::jit::Stack stack;
+  torch::jit::push(stack, args...);
+  sparse_fallback(op, &stack);
+  return torch::jit::pop(stack).to<Ret>();
+}
+
+// The per-sparse-dim index tensors of a COO tensor, as index_put_ takes them.
+c10::List<std::optional<at::Tensor>> index_list(const at::Tensor& indices, int64_t sparse_dim) {
+  c10::List<std::optional<at::Tensor>> ix;
+  for (int64_t d = 0; d < sparse_dim; d++) ix.push_back(indices.select(0, d));
+  return ix;
+}
+
+at::Tensor to_dense_k(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                      std::optional<bool> masked_grad) {
+  // CPU's sparse_to_dense refuses a dtype the same way.
+  TORCH_CHECK(!dtype.has_value(), "dtype argument is not supported by sparse_to_dense");
+  at::Tensor dst = at::zeros(self.sizes(), self.options().layout(at::kStrided));
+  if (self._nnz() == 0) return dst;
+  at::Tensor values = self._values();
+  int64_t sparse_dim = self.sparse_dim();
+  if (sparse_dim == 0) {
+    // No sparse dims: every entry is the whole (dense) tensor; they add up.
+    // A bool sum counts, which converts back to "any is true" as CPU's add_.
+    return dst.add_(values.sum(0).to(dst.scalar_type()));
+  }
+  return dst.index_put_(index_list(self._indices(), sparse_dim), values, /*accumulate=*/true);
+}
+
+// Dtypes whose sum does not depend on the order of the additions or that
+// CPU also sums in their own precision.
+bool mm_native_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kComplexFloat ||
+         t == at::kComplexDouble || at::isIntegralType(t, /*includeBool=*/false);
+}
+
+// A 2-D sparse (no dense dims) times a 2-D dense matrix of the same dtype.
+bool mm_native_ok(const at::Tensor& sparse, const at::Tensor& dense) {
+  return sparse.is_sparse() && sparse.dim() == 2 && sparse.dense_dim() == 0 &&
+         dense.layout() == at::kStrided && dense.dim() == 2 &&
+         sparse.size(1) == dense.size(0) && sparse.scalar_type() == dense.scalar_type() &&
+         mm_native_dtype(sparse.scalar_type()) && sparse.device() == dense.device();
+}
+
+// sparse @ dense: row r of the result is the sum over entries (r, c, v) of
+// v * dense[c]. Duplicate entries add up, as in CPU's kernel.
+at::Tensor sparse_dense_mm(const at::Tensor& sparse, const at::Tensor& dense) {
+  at::Tensor out = at::zeros({sparse.size(0), dense.size(1)}, dense.options());
+  if (sparse._nnz() == 0 || dense.size(1) == 0) return out;
+  at::Tensor idx = sparse._indices(), values = sparse._values();
+  at::Tensor contrib = dense.index_select(0, idx.select(0, 1)).mul_(values.unsqueeze(1));
+  return out.index_add_(0, idx.select(0, 0), contrib);
+}
+
+at::Tensor mm_k(const at::Tensor& self, const at::Tensor& mat2) {
+  if (!mm_native_ok(self, mat2)) return via_cpu<at::Tensor>("aten::mm", "", self, mat2);
+  return sparse_dense_mm(self, mat2);
+}
+
+at::Tensor addmm_k(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                   const at::Scalar& beta, const at::Scalar& alpha) {
+  // self must be dense here and broadcast to the product, as on CPU.
+  if (!mm_native_ok(mat1, mat2) || self.is_sparse() || self.scalar_type() != mat2.scalar_type() ||
+      self.device() != mat2.device() ||
+      !at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)}))
+    return via_cpu<at::Tensor>("aten::addmm", "", self, mat1, mat2, beta, alpha);
+  at::Tensor prod = sparse_dense_mm(mat1, mat2);
+  if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) prod.mul_(alpha);
+  // beta == 0 ignores self entirely (NaN included), as addmm documents.
+  if (beta.isBoolean() ? !beta.toBool() : beta.toComplexDouble() == 0.0) return prod;
+  return prod.add_(self.expand(prod.sizes()), beta);
+}
+
+// dense -> sparse COO with sparse_dim sparse dims. ATen's generic version
+// finds the hybrid case's index set with unique_dim over nonzero()'s columns;
+// here it is nonzero() of "any element of this dense slice is nonzero",
+// which lists the same index tuples in the same (row-major, sorted) order.
+at::Tensor to_sparse_k(const at::Tensor& self, int64_t sparse_dim) {
+  int64_t dims = self.dim();
+  // A 0-d tensor and out-of-range sparse_dim (CPU's own messages) take ATen's path.
+  if (dims == 0 || sparse_dim < 1 || sparse_dim > dims)
+    return at::native::dense_to_sparse(self, sparse_dim);
+  at::Tensor nonzero = self.ne(0);
+  if (sparse_dim < dims) nonzero = nonzero.flatten(sparse_dim).any(-1);
+  at::Tensor indices = nonzero.nonzero().t();
+  at::Tensor values = self.index(index_list(indices, sparse_dim));
+  return at::_sparse_coo_tensor_unsafe(indices, values, self.sizes(),
+                                       self.options().layout(at::kSparse))
+      ._coalesced_(true);
+}
+
+// The values of a strided tensor at a coalesced mask's indices (autograd
+// sends a dense gradient of a sparse result through this).
+at::Tensor sparse_mask_k(const at::Tensor& self, const at::Tensor& mask) {
+  if (!(self.layout() == at::kStrided && mask.is_sparse() && mask.is_coalesced() &&
+        mask.sparse_dim() > 0 && self.sizes() == mask.sizes() && self.device() == mask.device()))
+    return via_cpu<at::Tensor>("aten::sparse_mask", "", self, mask);
+  at::Tensor indices = mask._indices();
+  at::Tensor values = self.index(index_list(indices, mask.sparse_dim()));
+  return at::_sparse_coo_tensor_unsafe(indices, values, self.sizes(),
+                                       self.options().layout(at::kSparse))
+      ._coalesced_(true);
+}
+
+// ATen's sparse constructors make the impl's (empty) indices and values on
+// the current device before installing the given ones, which must be on the
+// same device: PyTorch's generated SparseCUDA wrappers set a device guard for
+// this, which a registration through m.impl does not get.
+at::Tensor coo_with_dims_k(int64_t sparse_dim, int64_t dense_dim, at::IntArrayRef size,
+                           std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                           std::optional<at::Device> device, std::optional<bool> pin) {
+  c10::OptionalDeviceGuard guard(device);
+  return at::native::new_with_dims_sparse(sparse_dim, dense_dim, size, dtype, layout, device, pin);
+}
+
+at::Tensor coo_with_dims_and_tensors_k(int64_t sparse_dim, int64_t dense_dim,
+                                       c10::SymIntArrayRef size, const at::Tensor& indices,
+                                       const at::Tensor& values,
+                                       std::optional<at::ScalarType> dtype,
+                                       std::optional<at::Layout> layout,
+                                       std::optional<at::Device> device, std::optional<bool> pin,
+                                       std::optional<bool> is_coalesced) {
+  c10::OptionalDeviceGuard guard(device);
+  return at::native::new_with_dims_and_tensor_sparse_symint(
+      sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin, is_coalesced);
+}
+
+at::Tensor empty_k(c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                   std::optional<at::Layout> layout, std::optional<at::Device> device,
+                   std::optional<bool> pin, std::optional<at::MemoryFormat> memory_format) {
+  c10::OptionalDeviceGuard guard(device);
+  return at::native::empty_sparse_symint(size, dtype, layout, device, pin, memory_format);
+}
+
+at::Tensor empty_like_k(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device,
+                        std::optional<bool> pin, std::optional<at::MemoryFormat> memory_format) {
+  c10::OptionalDeviceGuard guard(device.has_value() ? device : self.device());
+  return at::native::empty_like_sparse_coo(self, dtype, layout, device, pin, memory_format);
+}
+
+at::Tensor clone_k(const at::Tensor& self, std::optional<at::MemoryFormat> memory_format) {
+  c10::DeviceGuard guard(self.device());
+  return at::native::clone_sparse(self, memory_format);
+}
+
+at::Tensor& zeros_out_k(at::IntArrayRef size, at::Tensor& out) {
+  c10::DeviceGuard guard(out.device());
+  return at::native::zeros_sparse_out(size, out);
+}
+
+// The CPU fallback writes a mutated sparse argument back with this (sparse
+// copy_ resizes the destination to the source's sizes and dims).
+at::Tensor copy_from_and_resize_k(const at::Tensor& self, const at::Tensor& dst) {
+  at::Tensor d = dst;
+  d.copy_(self);
+  return dst;
+}
+
+}  // namespace
+}  // namespace torch_pjrt
+
+namespace tp = torch_pjrt;
+
+TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
+  // Construction and structure: ATen's layout-generic kernels.
+  m.impl("_sparse_coo_tensor_with_dims", TORCH_FN(tp::coo_with_dims_k));
+  m.impl("_sparse_coo_tensor_with_dims_and_tensors",
+         TORCH_FN(tp::coo_with_dims_and_tensors_k));
+  m.impl("empty.memory_format", TORCH_FN(tp::empty_k));
+  m.impl("empty_like", TORCH_FN(tp::empty_like_k));
+  m.impl("zeros.out", TORCH_FN(tp::zeros_out_k));
+  m.impl("zero_", TORCH_FN(at::native::zero_sparse_));
+  m.impl("sparse_resize_", TORCH_FN(at::native::sparse_resize_));
+  m.impl("sparse_resize_and_clear_", TORCH_FN(at::native::sparse_resize_and_clear_));
+  m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse));
+  m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse));
+  m.impl("_dimI", TORCH_FN(at::native::sparse_dim_sparse));
+  m.impl("_dimV", TORCH_FN(at::native::dense_dim_sparse));
+  m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse));
+  m.impl("is_coalesced", TORCH_FN(at::native::is_coalesced_sparse));
+  m.impl("_coalesced_", TORCH_FN(at::native::_coalesced_sparse_));
+  m.impl("_indices", TORCH_FN(at::native::_indices_sparse));
+  m.impl("_values", TORCH_FN(at::native::_values_sparse));
+  m.impl("indices", TORCH_FN(at::native::indices_sparse));
+  m.impl("values", TORCH_FN(at::native::values_sparse));
+  m.impl("copy_", TORCH_FN(at::native::copy_sparse_wrapper_));
+  m.impl("copy_sparse_to_sparse_", TORCH_FN(at::native::copy_sparse_));
+  m.impl("clone", TORCH_FN(tp::clone_k));
+  m.impl("_copy_from_and_resize", TORCH_FN(tp::copy_from_and_resize_k));
+  // Conversions and products computed by tpu kernels on the dense parts.
+  m.impl("_to_dense", TORCH_FN(tp::to_dense_k));
+  m.impl("mm", TORCH_FN(tp::mm_k));
+  m.impl("addmm", TORCH_FN(tp::addmm_k));
+  m.impl("sparse_mask", TORCH_FN(tp::sparse_mask_k));
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // dense -> sparse COO; the compressed layouts reach the CSR refusal.
+  m.impl("_to_sparse", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&,
+                                                           std::optional<at::Layout>,
+                                                           at::OptionalIntArrayRef,
+                                                           std::optional<int64_t>)>(
+                           at::native::dense_to_sparse)));
+  m.impl("_to_sparse.sparse_dim", TORCH_FN(tp::to_sparse_k));
+}

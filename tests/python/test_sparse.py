@@ -1,0 +1,237 @@
+"""Sparse COO tensors on tpu, compared with the same calls on CPU.
+
+Native: construction, transfers, indices/values and the other structure
+queries, dense <-> sparse, sparse @ dense (mm, addmm, torch.sparse.mm) and
+sparse_mask. Every other op on a sparse tpu tensor runs CPU's kernel and is
+counted in fallbacks() as "<op> (sparse)"."""
+import re
+import warnings
+
+import pytest
+import torch
+
+import torch_pjrt
+from conftest import run_python
+
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def _dense(shape=(4, 5), dtype=torch.float32, seed=0):
+    """A CPU tensor with roughly half its entries zero (and a whole zero row)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g, dtype=torch.float64)
+    x[torch.rand(shape, generator=g) < 0.5] = 0
+    x[0] = 0
+    return (x * 10).to(dtype) if not dtype.is_floating_point else x.to(dtype)
+
+
+def _uncoalesced(device="cpu"):
+    # (0, 1) twice and out of order: coalescing sums the duplicates.
+    i = torch.tensor([[1, 0, 0, 2], [2, 1, 1, 0]])
+    v = torch.tensor([3.0, 1.0, 2.0, -4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.sparse_coo_tensor(i, v, (3, 4), device=device)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool,
+                                   torch.complex64], ids=str)
+def test_to_sparse_round_trip(dtype, native_only):
+    x = _dense(dtype=dtype)
+    s = x.to("tpu").to_sparse()
+    ref = x.to_sparse()
+    assert s.is_sparse and s.device.type == "tpu" and s.is_coalesced()
+    assert (s.sparse_dim(), s.dense_dim(), s._nnz()) == (ref.sparse_dim(), ref.dense_dim(), ref._nnz())
+    assert torch.equal(s.indices().cpu(), ref.indices())
+    assert torch.equal(s.values().cpu(), ref.values())
+    assert torch.equal(s.to_dense().cpu(), x)
+
+
+def test_to_sparse_hybrid_and_specials(native_only):
+    x = _dense((3, 4, 2))
+    x[1, 2, 1] = float("nan")
+    x[2, 0, 0] = -0.0  # a negative zero is a zero
+    s = x.to("tpu").to_sparse(2)
+    ref = x.to_sparse(2)
+    assert (s.sparse_dim(), s.dense_dim()) == (2, 1)
+    assert torch.equal(s.indices().cpu(), ref.indices())
+    torch.testing.assert_close(s.values().cpu(), ref.values(), equal_nan=True, atol=0, rtol=0)
+    torch.testing.assert_close(s.to_dense().cpu(), x, equal_nan=True, atol=0, rtol=0)
+
+
+def test_to_sparse_non_contiguous_and_empty(native_only):
+    x = _dense((5, 4)).t()
+    assert torch.equal(x.to("tpu").to_sparse().to_dense().cpu(), x)
+    z = torch.zeros(3, 2, device="tpu").to_sparse()
+    assert z._nnz() == 0 and z.indices().shape == (2, 0)
+    assert torch.equal(z.to_dense().cpu(), torch.zeros(3, 2))
+
+
+def test_to_sparse_bad_sparse_dim_matches_cpu():
+    x = torch.ones(2, 3)
+    with pytest.raises(RuntimeError) as cpu:
+        x.to_sparse(3)
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu.value)[:40])):
+        x.to("tpu").to_sparse(3)
+
+
+def test_transfers_keep_structure(native_only):
+    ref = _uncoalesced()
+    s = ref.to("tpu")
+    assert s.device.type == "tpu" and s.is_sparse and not s.is_coalesced()
+    assert torch.equal(s._indices().cpu(), ref._indices())
+    assert torch.equal(s._values().cpu(), ref._values())
+    back = s.cpu()
+    assert back.device.type == "cpu" and back.is_sparse and back._nnz() == 4
+    assert torch.equal(back.to_dense(), ref.to_dense())
+    # Between tpu devices.
+    s1 = s.to("tpu:1")
+    assert s1.device == torch.device("tpu:1") and s1._values().device == torch.device("tpu:1")
+    assert torch.equal(s1.to_dense().cpu(), ref.to_dense())
+
+
+def test_sparse_coo_tensor_on_tpu(native_only):
+    i = torch.tensor([[0, 1, 1], [2, 0, 2]], device="tpu")
+    v = torch.tensor([3.0, 4.0, 5.0], device="tpu")
+    s = torch.sparse_coo_tensor(i, v, (2, 3))
+    assert s.device.type == "tpu" and s.shape == (2, 3)
+    expect = torch.tensor([[0.0, 0, 3], [4, 0, 5]])
+    assert torch.equal(s.to_dense().cpu(), expect)
+    e = torch.empty(2, 2, layout=torch.sparse_coo, device="tpu")
+    assert e.is_sparse and e._nnz() == 0
+    assert torch.equal(e.to_dense().cpu(), torch.zeros(2, 2))
+    c = s.clone()
+    assert c.device.type == "tpu" and torch.equal(c.to_dense().cpu(), expect)
+
+
+def test_to_dense_sums_duplicates(native_only):
+    ref = _uncoalesced()
+    assert torch.equal(ref.to("tpu").to_dense().cpu(), ref.to_dense())
+    with pytest.raises(RuntimeError, match="dtype argument is not supported"):
+        ref.to("tpu").to_dense(torch.float64)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32], ids=str)
+def test_sparse_mm_matches_cpu(dtype, native_only):
+    a = _dense((4, 5), dtype)
+    b = _dense((5, 3), dtype, seed=1)
+    sa = a.to_sparse()
+    ref = torch.sparse.mm(sa, b)
+    out = torch.sparse.mm(sa.to("tpu"), b.to("tpu"))
+    torch.testing.assert_close(out.cpu(), ref, **TOL)
+    torch.testing.assert_close((sa.to("tpu") @ b.to("tpu")).cpu(), sa @ b, **TOL)
+    # Uncoalesced input: duplicates add up.
+    u = _uncoalesced().to(dtype)
+    c = _dense((4, 2), dtype, seed=2)
+    torch.testing.assert_close(torch.mm(u.to("tpu"), c.to("tpu")).cpu(), torch.mm(u, c), **TOL)
+
+
+def test_addmm_matches_cpu(native_only):
+    s = _dense((4, 5)).to_sparse()
+    d = _dense((5, 3), seed=1)
+    t = torch.randn(4, 3)
+    for beta, alpha in [(1, 1), (0.5, -2.0), (0, 3)]:
+        ref = torch.addmm(t, s, d, beta=beta, alpha=alpha)
+        out = torch.addmm(t.to("tpu"), s.to("tpu"), d.to("tpu"), beta=beta, alpha=alpha)
+        torch.testing.assert_close(out.cpu(), ref, **TOL)
+    # beta=0 ignores self, NaN included; a broadcast self.
+    nan = torch.full((4, 3), float("nan"))
+    out = torch.addmm(nan.to("tpu"), s.to("tpu"), d.to("tpu"), beta=0)
+    torch.testing.assert_close(out.cpu(), s @ d, **TOL)
+    row = torch.randn(3)
+    torch.testing.assert_close(torch.addmm(row.to("tpu"), s.to("tpu"), d.to("tpu")).cpu(),
+                               torch.addmm(row, s, d), **TOL)
+
+
+def test_mm_shape_error_matches_cpu():
+    s = _dense((4, 5)).to_sparse()
+    d = torch.randn(4, 3)
+    with pytest.raises(RuntimeError) as cpu:
+        torch.mm(s, d)
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu.value)[:40])):
+        torch.mm(s.to("tpu"), d.to("tpu"))
+
+
+def test_autograd_through_sparse_mm_and_to_dense(native_only):
+    a = _dense((4, 5))
+    b = torch.randn(5, 3)
+    g = torch.randn(4, 3)
+
+    def run(device):
+        sa = a.to(device).to_sparse().requires_grad_()
+        bb = b.clone().to(device).requires_grad_()
+        torch.sparse.mm(sa, bb).backward(g.to(device))
+        return sa.grad, bb.grad
+
+    (ga, gb), (ta, tb) = run("cpu"), run("tpu")
+    assert ta.is_sparse and ta.device.type == "tpu"
+    torch.testing.assert_close(ta.to_dense().cpu(), ga.to_dense(), **TOL)
+    torch.testing.assert_close(tb.cpu(), gb, **TOL)
+
+    x = torch.randn(3, 4)
+    x[x < 0] = 0
+    xd = x.to("tpu").requires_grad_()
+    (xd.to_sparse().to_dense() * 2).sum().backward()
+    xc = x.clone().requires_grad_()
+    (xc.to_sparse().to_dense() * 2).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, **TOL)
+
+
+def test_fallback_ops_match_cpu_and_are_counted():
+    ref = _uncoalesced()
+    s = ref.to("tpu")
+    torch_pjrt.reset_fallbacks()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = s.coalesce()
+        assert c.is_coalesced() and c.device.type == "tpu"
+        assert torch.equal(c.indices().cpu(), ref.coalesce().indices())
+        assert torch.equal(c.values().cpu(), ref.coalesce().values())
+        total = s + s
+        assert total.is_sparse and total.device.type == "tpu"
+        assert torch.equal(total.to_dense().cpu(), (ref + ref).to_dense())
+        # In place on a sparse tensor: the CPU result is written back.
+        m = s.clone()
+        m.mul_(3)
+        assert m.device.type == "tpu" and torch.equal(m.to_dense().cpu(), ref.to_dense() * 3)
+        # dense += sparse
+        d = torch.ones(3, 4, device="tpu")
+        d.add_(s)
+        assert torch.equal(d.cpu(), torch.ones(3, 4) + ref.to_dense())
+    fb = torch_pjrt.fallbacks()
+    assert fb.get("aten::_coalesce (sparse)", 0) >= 1, fb
+    assert fb.get("aten::add.Tensor (sparse)", 0) >= 1, fb
+    assert fb.get("aten::mul_.Tensor (sparse)", 0) >= 1, fb
+    assert fb.get("aten::add_.Tensor (sparse)", 0) >= 1, fb
+
+
+def test_uncoalesced_indices_error_matches_cpu():
+    s = _uncoalesced("tpu")
+    with pytest.raises(RuntimeError, match="Cannot get indices on an uncoalesced tensor"):
+        s.indices()
+
+
+def test_fallback_error_mode_names_the_op():
+    code = ("import warnings, torch\n"
+            "warnings.simplefilter('ignore')\n"
+            "s = torch.sparse_coo_tensor([[0, 0]], [1.0, 2.0], (3,)).to('tpu')\n"
+            "print(s.to_dense().cpu().tolist())\n"
+            "try:\n"
+            "    s.coalesce()\n"
+            "except NotImplementedError as e:\n"
+            "    print('refused:', e)\n")
+    r = run_python(code, env_update={"TORCH_PJRT_FALLBACK": "error"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[3.0, 0.0, 0.0]" in r.stdout, r.stdout
+    assert "refused: aten::_coalesce on a sparse tensor has no tpu lowering" in r.stdout, r.stdout
+    assert "TORCH_PJRT_FALLBACK=error" in r.stdout, r.stdout
+
+
+def test_sparse_compressed_still_refused():
+    c = torch.eye(3).to_sparse_csr()
+    with pytest.raises((NotImplementedError, RuntimeError), match="not supported on tpu"):
+        t = c.to("tpu")
+        repr(t)
+        t.cpu()
