@@ -34,7 +34,12 @@
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_sparse_compressed_tensor_unsafe_native.h>
 #include <ATen/ops/_sparse_coo_tensor_unsafe.h>
+#include <ATen/ops/ccol_indices_native.h>
+#include <ATen/ops/col_indices_native.h>
+#include <ATen/ops/crow_indices_native.h>
+#include <ATen/ops/row_indices_native.h>
 #include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/clone_native.h>
@@ -219,6 +224,39 @@ at::Tensor& zeros_out_k(at::IntArrayRef size, at::Tensor& out) {
   return at::native::zeros_sparse_out(size, out);
 }
 
+at::Tensor compressed_unsafe_k(const at::Tensor& compressed_indices,
+                               const at::Tensor& plain_indices, const at::Tensor& values,
+                               c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<at::Device> device,
+                               std::optional<bool> pin) {
+  c10::OptionalDeviceGuard guard(device.has_value() ? device : values.device());
+  return at::native::_sparse_compressed_tensor_unsafe_symint(
+      compressed_indices, plain_indices, values, size, dtype, layout, device, pin);
+}
+
+at::Tensor empty_compressed_k(c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                              std::optional<at::Layout> layout, std::optional<at::Device> device,
+                              std::optional<bool> pin,
+                              std::optional<at::MemoryFormat> memory_format) {
+  c10::OptionalDeviceGuard guard(device);
+  return at::native::empty_sparse_compressed_symint(size, dtype, layout, device, pin,
+                                                    memory_format);
+}
+
+at::Tensor empty_like_compressed_k(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                                   std::optional<at::Layout> layout,
+                                   std::optional<at::Device> device, std::optional<bool> pin,
+                                   std::optional<at::MemoryFormat> memory_format) {
+  c10::OptionalDeviceGuard guard(device.has_value() ? device : self.device());
+  return at::native::empty_like_sparse_csr(self, dtype, layout, device, pin, memory_format);
+}
+
+at::Tensor clone_compressed_k(const at::Tensor& self,
+                              std::optional<at::MemoryFormat> memory_format) {
+  c10::DeviceGuard guard(self.device());
+  return at::native::clone_sparse_compressed(self, memory_format);
+}
+
 // The CPU fallback writes a mutated sparse argument back with this (sparse
 // copy_ resizes the destination to the source's sizes and dims).
 at::Tensor copy_from_and_resize_k(const at::Tensor& self, const at::Tensor& dst) {
@@ -265,7 +303,26 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("sparse_mask", TORCH_FN(tp::sparse_mask_k));
 }
 
+// Sparse compressed (CSR, CSC, BSR, BSC): the same arrangement, structure
+// only; every computation is the counted CPU fallback.
+TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(tp::empty_compressed_k));
+  m.impl("empty_like", TORCH_FN(tp::empty_like_compressed_k));
+  m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse_csr));
+  m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse_csr));
+  m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse_csr));
+  m.impl("crow_indices", TORCH_FN(at::native::crow_indices_sparse_csr));
+  m.impl("col_indices", TORCH_FN(at::native::col_indices_sparse_csr));
+  m.impl("ccol_indices", TORCH_FN(at::native::ccol_indices_sparse_csr));
+  m.impl("row_indices", TORCH_FN(at::native::row_indices_sparse_csr));
+  m.impl("values", TORCH_FN(at::native::values_sparse_csr));
+  m.impl("copy_", TORCH_FN(at::native::copy_sparse_compressed_));
+  m.impl("clone", TORCH_FN(tp::clone_compressed_k));
+  m.impl("_copy_from_and_resize", TORCH_FN(tp::copy_from_and_resize_k));
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_sparse_compressed_tensor_unsafe", TORCH_FN(tp::compressed_unsafe_k));
   // dense -> sparse COO; the compressed layouts reach the CSR refusal.
   m.impl("_to_sparse", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&,
                                                            std::optional<at::Layout>,

@@ -229,9 +229,24 @@ def test_fallback_error_mode_names_the_op():
     assert "TORCH_PJRT_FALLBACK=error" in r.stdout, r.stdout
 
 
-def test_sparse_compressed_still_refused():
-    c = torch.eye(3).to_sparse_csr()
-    with pytest.raises((NotImplementedError, RuntimeError), match="not supported on tpu"):
-        t = c.to("tpu")
-        repr(t)
-        t.cpu()
+def test_sparse_csr_structure_and_conversions():
+    # CSR: structure, transfers and conversions (CPU's kernels, counted);
+    # structured ops (mm, add, ...) are refused clearly.
+    x = torch.tensor([[0.0, 1, 0], [2, 0, 3]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = x.to_sparse_csr()
+        c = x.to("tpu").to_sparse_csr()
+        assert c.layout == torch.sparse_csr and c.device.type == "tpu" and c._nnz() == 3
+        assert torch.equal(c.crow_indices().cpu(), ref.crow_indices())
+        assert torch.equal(c.col_indices().cpu(), ref.col_indices())
+        assert torch.equal(c.values().cpu(), ref.values())
+        assert torch.equal(ref.to("tpu").cpu().to_dense(), x)
+        assert torch.equal(c.to_dense().cpu(), x)
+        assert torch.equal(c.to("tpu:1").to_dense().cpu(), x)
+        m1, m2 = torch.randn(2, 4), torch.randn(4, 3)
+        out = torch.sparse.sampled_addmm(c, m1.to("tpu"), m2.to("tpu"))
+        torch.testing.assert_close(out.cpu().to_dense(),
+                                   torch.sparse.sampled_addmm(ref, m1, m2).to_dense(), **TOL)
+        with pytest.raises(NotImplementedError, match="sparse compressed.*not supported on tpu"):
+            c @ torch.ones(3, 2, device="tpu")
