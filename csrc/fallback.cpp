@@ -134,7 +134,35 @@ void sparse_fallback_on(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   if (mode == Mode::kWarn && first)
     TORCH_WARN(full, " has no tpu lowering: it runs on the CPU (slower; counted in "
                "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
+  // Some CPU kernels keep what backward needs only when an input requires
+  // grad (_sparse_mm_reduce_impl's arg_out): the CPU copies of read-only
+  // arguments carry the flag (this runs below autograd; nothing is recorded).
+  // cpu_fallback takes the results' device from the tpu arguments it still
+  // sees, so results are moved to the first tpu argument's device here.
+  const auto& args = op.schema().arguments();
+  size_t begin = stack->size() - args.size();
+  std::optional<c10::Device> device;
+  bool replaced = false;
+  for (size_t i = 0; i < args.size(); i++) {
+    c10::IValue& v = (*stack)[begin + i];
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || t.device().is_cpu()) continue;
+    if (!device) device = t.device();
+    const auto* alias = args[i].alias_info();
+    if (t.requires_grad() && !(alias && alias->isWrite())) {
+      v = t.cpu().detach().requires_grad_(true);
+      replaced = true;
+    }
+  }
   at::native::cpu_fallback(op, stack, /*error_on_views=*/false, cpu_key);
+  if (!replaced || !device) return;
+  size_t nret = op.schema().returns().size();
+  for (size_t i = stack->size() - nret; i < stack->size(); i++) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().device().is_cpu())
+      v = v.toTensor().to(*device);
+  }
 }
 
 // PyTorch's CompositeExplicitAutogradNonFunctional kernels serve the
@@ -142,7 +170,9 @@ void sparse_fallback_on(const c10::OperatorHandle& op, torch::jit::Stack* stack,
 // compressed tensor allocates a sparse compressed result and calls the op's
 // out= form, whose CPU kernel mostly refuses such an out (or gives another
 // layout than the functional op on CPU). Out= forms are refused here with a
-// clear message; the other ops run CPU's kernel.
+// clear message; the other ops run CPU's kernel, and so do the common
+// structured ops sparse.cpp registers with sparse_csr_cpu (which then never
+// reach their composite kernel).
 void sparse_csr_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (const auto& arg : op.schema().arguments()) {
     const auto& name = op.schema().operator_name();
@@ -158,6 +188,10 @@ void sparse_csr_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
 
 void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   sparse_fallback_on(op, stack, c10::DispatchKey::SparseCPU);
+}
+
+void sparse_csr_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  sparse_fallback_on(op, stack, c10::DispatchKey::SparseCsrCPU);
 }
 
 }  // namespace torch_pjrt

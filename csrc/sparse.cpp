@@ -64,6 +64,8 @@ namespace torch_pjrt {
 
 // fallback.cpp: runs the op's CPU kernel on CPU copies of its tpu arguments.
 void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The same for sparse compressed tensors (SparseCsrCPU's kernels).
+void sparse_csr_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 namespace {
 
@@ -319,6 +321,13 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("copy_", TORCH_FN(at::native::copy_sparse_compressed_));
   m.impl("clone", TORCH_FN(tp::clone_compressed_k));
   m.impl("_copy_from_and_resize", TORCH_FN(tp::copy_from_and_resize_k));
+  // Structured ops would otherwise take PyTorch's composite kernel, which
+  // allocates a sparse compressed result and calls the out= form (refused by
+  // the CSR fallback); CPU's functional kernel gives CPU's result layout.
+  for (const char* op : {"mm", "addmm", "add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor",
+                         "mul.Tensor", "mul_.Tensor", "div.Tensor", "div_.Tensor", "neg", "abs",
+                         "sum", "sum.dim_IntList"})
+    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&tp::sparse_csr_cpu>());
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -230,8 +230,8 @@ def test_fallback_error_mode_names_the_op():
 
 
 def test_sparse_csr_structure_and_conversions():
-    # CSR: structure, transfers and conversions (CPU's kernels, counted);
-    # structured ops (mm, add, ...) are refused clearly.
+    # CSR: structure, transfers, conversions and the common ops (CPU's
+    # kernels, counted); other structured ops are refused clearly.
     x = torch.tensor([[0.0, 1, 0], [2, 0, 3]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -248,5 +248,11 @@ def test_sparse_csr_structure_and_conversions():
         out = torch.sparse.sampled_addmm(c, m1.to("tpu"), m2.to("tpu"))
         torch.testing.assert_close(out.cpu().to_dense(),
                                    torch.sparse.sampled_addmm(ref, m1, m2).to_dense(), **TOL)
+        d = torch.randn(3, 2)
+        torch.testing.assert_close((c @ d.to("tpu")).cpu(), ref @ d, **TOL)
+        assert torch.equal((c + c).cpu().to_dense(), (ref + ref).to_dense())
+        # A structured op without a CSR registration: refused, not miscomputed.
+        with pytest.raises((NotImplementedError, RuntimeError), match="(?i)sparse ?compressed|SparseCsr"):
+            torch.sin(c)
         with pytest.raises(NotImplementedError, match="sparse compressed.*not supported on tpu"):
-            c @ torch.ones(3, 2, device="tpu")
+            torch.sin(c, out=torch.empty_like(c))
