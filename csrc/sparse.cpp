@@ -259,6 +259,132 @@ at::Tensor clone_compressed_k(const at::Tensor& self,
   return at::native::clone_sparse_compressed(self, memory_format);
 }
 
+// Value dtypes whose sums the native kernels below compute: float32/64,
+// complex and integers (bool, float16 and bfloat16 take CPU's kernel, which
+// adds in its own way).
+bool native_sum_dtype(at::ScalarType t) { return mm_native_dtype(t); }
+
+// Coalescing: the index bookkeeping (sort the flattened indices, find the
+// distinct ones and where each entry goes) runs on the host over the int64
+// indices (one wait, as index validation does); the values are summed on the
+// device with index_add, in CPU's output order (sorted row-major).
+at::Tensor coalesce_k(const at::Tensor& self) {
+  int64_t nnz = self._nnz();
+  if (nnz < 2) {
+    at::Tensor dst = self.clone();
+    dst._coalesced_(true);
+    return dst;
+  }
+  if (!native_sum_dtype(self.scalar_type()) || tracing())
+    return via_cpu<at::Tensor>("aten::_coalesce", "", self);
+  int64_t sparse_dim = self.sparse_dim();
+  at::Tensor idx = self._indices().cpu();
+  // Row-major linear index of each entry, and each sparse dim's stride in it.
+  std::vector<int64_t> mult(sparse_dim);
+  int64_t m = 1;
+  for (int64_t d = sparse_dim - 1; d >= 0; d--) {
+    mult[d] = m;
+    m *= self.size(d);
+  }
+  at::Tensor linear = at::zeros({nnz}, idx.options());
+  for (int64_t d = 0; d < sparse_dim; d++) linear.add_(idx.select(0, d), mult[d]);
+  auto [uniq, inverse] = at::_unique(linear, /*sorted=*/true, /*return_inverse=*/true);
+  int64_t n = uniq.numel();
+  at::Tensor new_idx = at::empty({sparse_dim, n}, idx.options());
+  for (int64_t d = 0; d < sparse_dim; d++)
+    new_idx.select(0, d).copy_(uniq.div(mult[d], "floor").remainder(self.size(d)));
+  at::Tensor values = self._values();
+  std::vector<int64_t> vsize = values.sizes().vec();
+  vsize[0] = n;
+  at::Tensor summed = at::zeros(vsize, values.options())
+                          .index_add_(0, inverse.to(values.device()), values);
+  return at::_sparse_coo_tensor_unsafe(new_idx.to(values.device()), summed, self.sizes(),
+                                       self.options())
+      ._coalesced_(true);
+}
+
+// alpha * values, or the values themselves for alpha 1.
+at::Tensor scaled(const at::Tensor& values, const at::Scalar& alpha) {
+  if (alpha.isIntegral(false) && alpha.toLong() == 1) return values;
+  return values.mul(alpha);
+}
+
+// What the native add kernels take: same device and sizes, one value dtype
+// they sum exactly, an alpha that dtype accepts (CPU refuses a floating alpha
+// for integers with its own message).
+bool add_native_ok(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  at::ScalarType t = other.scalar_type();
+  return other.is_sparse() && self.device() == other.device() &&
+         self.sizes() == other.sizes() && self.scalar_type() == t && native_sum_dtype(t) &&
+         !(at::isIntegralType(t, false) && !alpha.isIntegral(false)) &&
+         !(alpha.isComplex() && !at::isComplexType(t));
+}
+
+// dense + alpha * sparse: every entry is added at its index (duplicates add).
+at::Tensor& add_dense_sparse_into(at::Tensor& dst, const at::Tensor& sparse,
+                                  const at::Scalar& alpha) {
+  if (sparse._nnz() == 0) return dst;
+  at::Tensor values = scaled(sparse._values(), alpha);
+  if (sparse.sparse_dim() == 0) return dst.add_(values.sum(0));
+  return dst.index_put_(index_list(sparse._indices(), sparse.sparse_dim()), values,
+                        /*accumulate=*/true);
+}
+
+// sparse + alpha * sparse: the entries of both, as on CPU coalesced when both
+// operands are.
+at::Tensor add_sparse_sparse(const at::Tensor& self, const at::Tensor& other,
+                             const at::Scalar& alpha) {
+  at::Tensor indices = at::cat({self._indices(), other._indices()}, 1);
+  at::Tensor values = at::cat({self._values(), scaled(other._values(), alpha)}, 0);
+  at::Tensor r = at::_sparse_coo_tensor_unsafe(indices, values, self.sizes(), self.options());
+  if (self.is_coalesced() && other.is_coalesced()) return coalesce_k(r);
+  return r;
+}
+
+at::Tensor add_k(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  if (add_native_ok(self, other, alpha)) {
+    if (self.layout() == at::kStrided) {
+      at::Tensor r = self.clone(at::MemoryFormat::Contiguous);
+      return add_dense_sparse_into(r, other, alpha);
+    }
+    if (self.is_sparse() && self.sparse_dim() == other.sparse_dim() &&
+        self.dense_dim() == other.dense_dim())
+      return add_sparse_sparse(self, other, alpha);
+  }
+  return via_cpu<at::Tensor>("aten::add", "Tensor", self, other, alpha);
+}
+
+at::Tensor& add__k(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  if (self.layout() == at::kStrided && add_native_ok(self, other, alpha))
+    return add_dense_sparse_into(self, other, alpha);
+  // Everything else (a sparse self among it) through CPU's kernel; the
+  // result is written back into self.
+  auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::add_", "Tensor");
+  torch::jit::Stack stack;
+  torch::jit::push(stack, self, other, alpha);
+  sparse_fallback(op, &stack);
+  return self;
+}
+
+// self - alpha * other is self + (-alpha) * other; bool operands get CPU's
+// refusal.
+at::Tensor sub_k(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  if (self.scalar_type() == at::kBool || other.scalar_type() == at::kBool)
+    return via_cpu<at::Tensor>("aten::sub", "Tensor", self, other, alpha);
+  return add_k(self, other, -alpha);
+}
+
+at::Tensor& sub__k(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  if (self.scalar_type() == at::kBool || other.scalar_type() == at::kBool) {
+    auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::sub_", "Tensor");
+    torch::jit::Stack stack;
+    torch::jit::push(stack, self, other, alpha);
+    sparse_fallback(op, &stack);
+    return self;
+  }
+  return add__k(self, other, -alpha);
+}
+
 // The CPU fallback writes a mutated sparse argument back with this (sparse
 // copy_ resizes the destination to the source's sizes and dims).
 at::Tensor copy_from_and_resize_k(const at::Tensor& self, const at::Tensor& dst) {
@@ -303,6 +429,11 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("mm", TORCH_FN(tp::mm_k));
   m.impl("addmm", TORCH_FN(tp::addmm_k));
   m.impl("sparse_mask", TORCH_FN(tp::sparse_mask_k));
+  m.impl("_coalesce", TORCH_FN(tp::coalesce_k));
+  m.impl("add.Tensor", TORCH_FN(tp::add_k));
+  m.impl("add_.Tensor", TORCH_FN(tp::add__k));
+  m.impl("sub.Tensor", TORCH_FN(tp::sub_k));
+  m.impl("sub_.Tensor", TORCH_FN(tp::sub__k));
 }
 
 // Sparse compressed (CSR, CSC, BSR, BSC): the same arrangement, structure

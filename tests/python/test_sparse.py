@@ -179,32 +179,92 @@ def test_autograd_through_sparse_mm_and_to_dense(native_only):
     torch.testing.assert_close(xd.grad.cpu(), xc.grad, **TOL)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.complex64],
+                         ids=str)
+def test_coalesce_matches_cpu(dtype, native_only):
+    ref = _uncoalesced().to(dtype)
+    c = ref.to("tpu").coalesce()
+    want = ref.coalesce()
+    assert c.is_coalesced() and c.device.type == "tpu" and c._nnz() == want._nnz()
+    assert torch.equal(c.indices().cpu(), want.indices())
+    assert torch.equal(c.values().cpu(), want.values())
+    # Hybrid (a dense dim per entry), and a tensor with one entry.
+    h = torch.sparse_coo_tensor([[2, 0, 2]], torch.arange(6.0).view(3, 2), (4, 2))
+    hc = h.to("tpu").coalesce()
+    assert torch.equal(hc.indices().cpu(), h.coalesce().indices())
+    assert torch.equal(hc.values().cpu(), h.coalesce().values())
+    one = torch.sparse_coo_tensor([[1]], [5.0], (3,)).to("tpu").coalesce()
+    assert one.is_coalesced() and torch.equal(one.to_dense().cpu(), torch.tensor([0.0, 5, 0]))
+
+
+def test_add_sub_match_cpu(native_only):
+    a = _dense((3, 4)).to_sparse()
+    b = _dense((3, 4), seed=1).to_sparse()
+    u = _uncoalesced()
+    d = torch.randn(3, 4)
+    ta, tb, tu, td = (t.to("tpu") for t in (a, b, u, d))
+    # sparse + sparse: coalesced (entries merged) when both are, as on CPU.
+    r = torch.add(ta, tb, alpha=2)
+    assert r.is_coalesced()
+    want = torch.add(a, b, alpha=2)
+    assert torch.equal(r.indices().cpu(), want.indices())
+    torch.testing.assert_close(r.values().cpu(), want.values(), **TOL)
+    r = tu - ta
+    assert not r.is_coalesced()
+    torch.testing.assert_close(r.to_dense().cpu(), (u - a).to_dense(), **TOL)
+    # dense + sparse, functional and in place (duplicates add up).
+    torch.testing.assert_close((td + tu).cpu(), d + u, **TOL)
+    torch.testing.assert_close(torch.sub(td, tu, alpha=0.5).cpu(), torch.sub(d, u, alpha=0.5), **TOL)
+    x = td.clone()
+    x.add_(tu, alpha=-3)
+    torch.testing.assert_close(x.cpu(), d.clone().add_(u, alpha=-3), **TOL)
+    # Into a non-contiguous view.
+    base = torch.zeros(4, 3, device="tpu")
+    base.t().add_(tu)
+    assert torch.equal(base.t().cpu(), u.to_dense())
+    # Integers.
+    i = torch.arange(12).view(3, 4)
+    ui = u.to(torch.int64)
+    assert torch.equal((i.to("tpu") + ui.to("tpu")).cpu(), i + ui)
+
+
+def test_add_errors_match_cpu():
+    u = _uncoalesced()
+    ui = u.to(torch.int64)
+    cases = [
+        (lambda dev: u.to(dev) + torch.ones(3, 4, device=dev)),  # sparse + dense
+        (lambda dev: torch.ones(2, 4, device=dev) + u.to(dev)),  # sizes differ
+        (lambda dev: torch.add(torch.ones(3, 4, dtype=torch.int64, device=dev), ui.to(dev),
+                               alpha=1.5)),                      # float alpha for ints
+    ]
+    for f in cases:
+        with pytest.raises(RuntimeError) as cpu:
+            f("cpu")
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu.value)[:40])):
+            f("tpu")
+
+
 def test_fallback_ops_match_cpu_and_are_counted():
     ref = _uncoalesced()
     s = ref.to("tpu")
     torch_pjrt.reset_fallbacks()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        c = s.coalesce()
-        assert c.is_coalesced() and c.device.type == "tpu"
-        assert torch.equal(c.indices().cpu(), ref.coalesce().indices())
-        assert torch.equal(c.values().cpu(), ref.coalesce().values())
-        total = s + s
-        assert total.is_sparse and total.device.type == "tpu"
-        assert torch.equal(total.to_dense().cpu(), (ref + ref).to_dense())
         # In place on a sparse tensor: the CPU result is written back.
         m = s.clone()
         m.mul_(3)
         assert m.device.type == "tpu" and torch.equal(m.to_dense().cpu(), ref.to_dense() * 3)
-        # dense += sparse
-        d = torch.ones(3, 4, device="tpu")
-        d.add_(s)
-        assert torch.equal(d.cpu(), torch.ones(3, 4) + ref.to_dense())
+        # A sparse result comes back sparse.
+        p = s * torch.tensor(2.0)
+        assert p.is_sparse and p.device.type == "tpu"
+        assert torch.equal(p.to_dense().cpu(), (ref * torch.tensor(2.0)).to_dense())
+        # bool values coalesce on the CPU.
+        b = ref.bool().to("tpu").coalesce()
+        assert torch.equal(b.to_dense().cpu(), ref.bool().coalesce().to_dense())
     fb = torch_pjrt.fallbacks()
-    assert fb.get("aten::_coalesce (sparse)", 0) >= 1, fb
-    assert fb.get("aten::add.Tensor (sparse)", 0) >= 1, fb
     assert fb.get("aten::mul_.Tensor (sparse)", 0) >= 1, fb
-    assert fb.get("aten::add_.Tensor (sparse)", 0) >= 1, fb
+    assert fb.get("aten::mul.Tensor (sparse)", 0) >= 1, fb
+    assert fb.get("aten::_coalesce (sparse)", 0) >= 1, fb
 
 
 def test_uncoalesced_indices_error_matches_cpu():
@@ -219,13 +279,13 @@ def test_fallback_error_mode_names_the_op():
             "s = torch.sparse_coo_tensor([[0, 0]], [1.0, 2.0], (3,)).to('tpu')\n"
             "print(s.to_dense().cpu().tolist())\n"
             "try:\n"
-            "    s.coalesce()\n"
+            "    s * 2\n"
             "except NotImplementedError as e:\n"
             "    print('refused:', e)\n")
     r = run_python(code, env_update={"TORCH_PJRT_FALLBACK": "error"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "[3.0, 0.0, 0.0]" in r.stdout, r.stdout
-    assert "refused: aten::_coalesce on a sparse tensor has no tpu lowering" in r.stdout, r.stdout
+    assert "refused: aten::mul.Tensor on a sparse tensor has no tpu lowering" in r.stdout, r.stdout
     assert "TORCH_PJRT_FALLBACK=error" in r.stdout, r.stdout
 
 
