@@ -316,3 +316,21 @@ def test_sparse_csr_structure_and_conversions():
             torch.sin(c)
         with pytest.raises(NotImplementedError, match="sparse compressed.*not supported on tpu"):
             torch.sin(c, out=torch.empty_like(c))
+
+
+def test_sparse_embedding_training_step(native_only):
+    # nn.Embedding(sparse=True) gives a sparse COO gradient; SGD adds it to
+    # the dense weight (dense.add_(sparse)).
+    def run(device):
+        torch.manual_seed(0)
+        emb = torch.nn.Embedding(10, 3, sparse=True).to(device)
+        opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+        idx = torch.tensor([[1, 2, 1], [4, 1, 9]], device=device)
+        for _ in range(2):
+            opt.zero_grad()
+            emb(idx).pow(2).sum().backward()
+            assert emb.weight.grad.is_sparse
+            opt.step()
+        return emb.weight.detach().cpu()
+
+    torch.testing.assert_close(run("tpu"), run("cpu"), **TOL)
