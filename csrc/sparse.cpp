@@ -129,6 +129,13 @@ at::Tensor sparse_dense_mm(const at::Tensor& sparse, const at::Tensor& dense) {
   return out.index_add_(0, idx.select(0, 0), contrib);
 }
 
+// A scalar the dtype takes without CPU's refusal (a floating alpha for
+// integers, a complex one for reals).
+bool scalar_fits(const at::Scalar& v, at::ScalarType t) {
+  if (at::isIntegralType(t, false)) return v.isIntegral(false);
+  return !v.isComplex() || at::isComplexType(t);
+}
+
 at::Tensor mm_k(const at::Tensor& self, const at::Tensor& mat2) {
   if (!mm_native_ok(self, mat2)) return via_cpu<at::Tensor>("aten::mm", "", self, mat2);
   return sparse_dense_mm(self, mat2);
@@ -139,7 +146,8 @@ at::Tensor addmm_k(const at::Tensor& self, const at::Tensor& mat1, const at::Ten
   // self must be dense here and broadcast to the product, as on CPU.
   if (!mm_native_ok(mat1, mat2) || self.is_sparse() || self.scalar_type() != mat2.scalar_type() ||
       self.device() != mat2.device() ||
-      !at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)}))
+      !at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)}) ||
+      !scalar_fits(alpha, self.scalar_type()) || !scalar_fits(beta, self.scalar_type()))
     return via_cpu<at::Tensor>("aten::addmm", "", self, mat1, mat2, beta, alpha);
   at::Tensor prod = sparse_dense_mm(mat1, mat2);
   if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) prod.mul_(alpha);
@@ -316,8 +324,7 @@ bool add_native_ok(const at::Tensor& self, const at::Tensor& other, const at::Sc
   at::ScalarType t = other.scalar_type();
   return other.is_sparse() && self.device() == other.device() &&
          self.sizes() == other.sizes() && self.scalar_type() == t && native_sum_dtype(t) &&
-         !(at::isIntegralType(t, false) && !alpha.isIntegral(false)) &&
-         !(alpha.isComplex() && !at::isComplexType(t));
+         scalar_fits(alpha, t);
 }
 
 // dense + alpha * sparse: every entry is added at its index (duplicates add).

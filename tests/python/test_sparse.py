@@ -140,9 +140,23 @@ def test_addmm_matches_cpu(native_only):
     nan = torch.full((4, 3), float("nan"))
     out = torch.addmm(nan.to("tpu"), s.to("tpu"), d.to("tpu"), beta=0)
     torch.testing.assert_close(out.cpu(), s @ d, **TOL)
+    si, di, ti = s.to(torch.int64), d.to(torch.int64), t.to(torch.int64)
+    assert torch.equal(torch.addmm(ti.to("tpu"), si.to("tpu"), di.to("tpu"), beta=2, alpha=3).cpu(),
+                       torch.addmm(ti, si, di, beta=2, alpha=3))
     row = torch.randn(3)
     torch.testing.assert_close(torch.addmm(row.to("tpu"), s.to("tpu"), d.to("tpu")).cpu(),
                                torch.addmm(row, s, d), **TOL)
+
+
+def test_addmm_float_alpha_for_integers_runs_cpu_kernel():
+    s = _dense((4, 5), torch.int64).to_sparse()
+    d, t = _dense((5, 3), torch.int64, seed=1), torch.ones(4, 3, dtype=torch.int64)
+    torch_pjrt.reset_fallbacks()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = torch.addmm(t.to("tpu"), s.to("tpu"), d.to("tpu"), alpha=0.5)
+    assert torch.equal(out.cpu(), torch.addmm(t, s, d, alpha=0.5))
+    assert torch_pjrt.fallbacks() == {"aten::addmm (sparse)": 1}
 
 
 def test_mm_shape_error_matches_cpu():
