@@ -26,36 +26,46 @@
 // honoured) and the results come back to tpu, sparse results staying sparse.
 // Sparse compressed (CSR/CSC/BSR/BSC) and quantized tensors stay refused.
 #include <ATen/SparseTensorImpl.h>
-#include <c10/core/DeviceGuard.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_dimI_native.h>
 #include <ATen/ops/_dimV_native.h>
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
-#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
-#include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
 #include <ATen/ops/_sparse_compressed_tensor_unsafe_native.h>
 #include <ATen/ops/_sparse_coo_tensor_unsafe.h>
-#include <ATen/ops/ccol_indices_native.h>
-#include <ATen/ops/col_indices_native.h>
-#include <ATen/ops/crow_indices_native.h>
-#include <ATen/ops/row_indices_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
 #include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
+#include <ATen/ops/abs_native.h>
+#include <ATen/ops/ccol_indices_native.h>
 #include <ATen/ops/clone_native.h>
+#include <ATen/ops/col_indices_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
+#include <ATen/ops/crow_indices_native.h>
+#include <ATen/ops/deg2rad_native.h>
 #include <ATen/ops/dense_dim_native.h>
 #include <ATen/ops/empty_like_native.h>
 #include <ATen/ops/empty_native.h>
 #include <ATen/ops/indices_native.h>
 #include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/isinf_native.h>
+#include <ATen/ops/mv_native.h>
+#include <ATen/ops/nan_to_num_native.h>
+#include <ATen/ops/narrow_copy_native.h>
+#include <ATen/ops/permute_native.h>
+#include <ATen/ops/rad2deg_native.h>
+#include <ATen/ops/row_indices_native.h>
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/sum_native.h>
+#include <ATen/ops/unsqueeze_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
 #include <ATen/ops/zeros_native.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "common.h"
@@ -441,6 +451,27 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("add_.Tensor", TORCH_FN(tp::add__k));
   m.impl("sub.Tensor", TORCH_FN(tp::sub_k));
   m.impl("sub_.Tensor", TORCH_FN(tp::sub__k));
+  // Ops that have both a CompositeExplicitAutograd kernel and their own
+  // SparseCPU/SparseCUDA one: without a registration here the composite
+  // (written for strided tensors) would serve sparse tpu tensors, and
+  // sum() of a sparse tensor would give a wrong answer. ATen's sparse kernels
+  // for them are layout-generic (coalesce, then the dense op on the values).
+  m.impl("sum", TORCH_FN(at::native::sum_coo));
+  m.impl("abs", TORCH_FN(at::native::abs_sparse));
+  m.impl("abs_", TORCH_FN(at::native::abs_sparse_));
+  m.impl("nan_to_num", TORCH_FN(at::native::nan_to_num_sparse));
+  m.impl("nan_to_num_", TORCH_FN(at::native::nan_to_num_sparse_));
+  m.impl("mv", TORCH_FN(at::native::mv_sparse));
+  m.impl("narrow_copy", TORCH_FN(at::native::narrow_copy_sparse));
+  m.impl("permute", TORCH_FN(at::native::permute_sparse_coo));
+  m.impl("unsqueeze", TORCH_FN(at::native::unsqueeze_sparse));
+  m.impl("isinf", TORCH_FN(at::native::isinf_sparse));
+  m.impl("rad2deg", TORCH_FN(at::native::rad2deg_sparse));
+  m.impl("rad2deg_", TORCH_FN(at::native::rad2deg_sparse_));
+  m.impl("rad2deg.out", TORCH_FN(at::native::rad2deg_sparse_out));
+  m.impl("deg2rad", TORCH_FN(at::native::deg2rad_sparse));
+  m.impl("deg2rad_", TORCH_FN(at::native::deg2rad_sparse_));
+  m.impl("deg2rad.out", TORCH_FN(at::native::deg2rad_sparse_out));
 }
 
 // Sparse compressed (CSR, CSC, BSR, BSC): the same arrangement, structure
@@ -462,9 +493,14 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   // Structured ops would otherwise take PyTorch's composite kernel, which
   // allocates a sparse compressed result and calls the out= form (refused by
   // the CSR fallback); CPU's functional kernel gives CPU's result layout.
+  // The same for ops with a CompositeExplicitAutograd kernel and a SparseCsrCPU
+  // one (the composite would treat the tensor as strided).
   for (const char* op : {"mm", "addmm", "add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor",
                          "mul.Tensor", "mul_.Tensor", "div.Tensor", "div_.Tensor", "neg", "abs",
-                         "sum", "sum.dim_IntList"})
+                         "abs_", "sum", "sum.dim_IntList", "_conj_physical", "conj_physical_",
+                         "mul.Scalar", "mul_.Scalar", "rad2deg", "rad2deg_", "rad2deg.out",
+                         "deg2rad", "deg2rad_", "deg2rad.out", "select.int", "isinf",
+                         "select_copy.int"})
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&tp::sparse_csr_cpu>());
 }
 

@@ -281,6 +281,23 @@ def test_fallback_ops_match_cpu_and_are_counted():
     assert fb.get("aten::_coalesce (sparse)", 0) >= 1, fb
 
 
+def test_reductions_and_shape_ops_match_cpu(native_only):
+    # Ops with a strided composite kernel besides their sparse one (sum() of
+    # a sparse tensor must not be the composite's answer).
+    ref = _uncoalesced()
+    s = ref.to("tpu")
+    torch.testing.assert_close(s.sum().cpu(), ref.sum(), **TOL)
+    torch.testing.assert_close(torch.sparse.sum(s, 1).to_dense().cpu(),
+                               torch.sparse.sum(ref, 1).to_dense(), **TOL)
+    for f in (lambda t: t.abs(), lambda t: t.unsqueeze(1), lambda t: t.permute(1, 0),
+              lambda t: t.t(), lambda t: t.narrow_copy(1, 1, 2), lambda t: t.double()):
+        r = f(s)
+        assert r.is_sparse and r.device.type == "tpu"
+        torch.testing.assert_close(r.to_dense().cpu(), f(ref).to_dense(), **TOL)
+    v = torch.randn(4)
+    torch.testing.assert_close(s.matmul(v.to("tpu")).cpu(), ref.matmul(v), **TOL)
+
+
 def test_uncoalesced_indices_error_matches_cpu():
     s = _uncoalesced("tpu")
     with pytest.raises(RuntimeError, match="Cannot get indices on an uncoalesced tensor"):
@@ -325,6 +342,8 @@ def test_sparse_csr_structure_and_conversions():
         d = torch.randn(3, 2)
         torch.testing.assert_close((c @ d.to("tpu")).cpu(), ref @ d, **TOL)
         assert torch.equal((c + c).cpu().to_dense(), (ref + ref).to_dense())
+        assert torch.equal(c.sum().cpu(), ref.sum())
+        assert torch.equal((c * 2).cpu().to_dense(), (ref * 2).to_dense())
         # A structured op without a CSR registration: refused, not miscomputed.
         with pytest.raises((NotImplementedError, RuntimeError), match="(?i)sparse ?compressed|SparseCsr"):
             torch.sin(c)
