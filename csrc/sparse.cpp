@@ -1,4 +1,4 @@
-// Sparse COO tensors on tpu.
+// Sparse tensors on tpu (COO, and CSR/CSC/BSR/BSC structure).
 //
 // A sparse tpu tensor is PyTorch's own SparseTensorImpl (dispatch key
 // SparsePrivateUse1) whose indices and values are dense tpu tensors, exactly
@@ -9,7 +9,8 @@
 // What is native here:
 //  - PyTorch's layout-generic kernels (the ones ATen registers for SparseCPU,
 //    SparseCUDA and SparseMeta alike: construction, metadata, indices/values,
-//    resize, copy between sparse tensors, clone, empty/zeros). They only
+//    resize, copy between sparse tensors, clone, empty/zeros; sum, permute,
+//    unsqueeze, narrow_copy, mv and the zero-preserving unary ops). They only
 //    touch the impl and call dispatched ops on the dense parts, which run on
 //    tpu. Transfers (`.cpu()`, `.to("tpu")`) are ATen's _to_copy, which moves
 //    indices and values and calls the constructor registered here.
@@ -21,10 +22,13 @@
 //  - sparse @ dense (`mm`, `addmm`, hence torch.sparse.mm and `s @ d`):
 //    gather the dense rows each entry needs, scale by the values and
 //    index_add them into the output rows.
+//  - coalesce (index bookkeeping on the host, sums on the device), and
+//    add/sub of dense and sparse operands.
 // Everything else on a sparse tpu tensor runs PyTorch's CPU kernel on CPU
 // copies (sparse_fallback in fallback.cpp: counted, TORCH_PJRT_FALLBACK
 // honoured) and the results come back to tpu, sparse results staying sparse.
-// Sparse compressed (CSR/CSC/BSR/BSC) and quantized tensors stay refused.
+// Sparse compressed tensors (CSR/CSC/BSR/BSC) get the same arrangement for
+// their structure; their computations all take CPU's kernels.
 #include <ATen/SparseTensorImpl.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_dimI_native.h>
@@ -38,7 +42,12 @@
 #include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/abs_native.h>
+#include <ATen/ops/asin_native.h>
+#include <ATen/ops/asinh_native.h>
+#include <ATen/ops/atan_native.h>
+#include <ATen/ops/atanh_native.h>
 #include <ATen/ops/ccol_indices_native.h>
+#include <ATen/ops/ceil_native.h>
 #include <ATen/ops/clone_native.h>
 #include <ATen/ops/col_indices_native.h>
 #include <ATen/ops/copy_native.h>
@@ -48,19 +57,37 @@
 #include <ATen/ops/dense_dim_native.h>
 #include <ATen/ops/empty_like_native.h>
 #include <ATen/ops/empty_native.h>
+#include <ATen/ops/erf_native.h>
+#include <ATen/ops/erfinv_native.h>
+#include <ATen/ops/expm1_native.h>
+#include <ATen/ops/floor_native.h>
+#include <ATen/ops/frac_native.h>
 #include <ATen/ops/indices_native.h>
 #include <ATen/ops/is_coalesced_native.h>
 #include <ATen/ops/isinf_native.h>
+#include <ATen/ops/isnan_native.h>
+#include <ATen/ops/log1p_native.h>
 #include <ATen/ops/mv_native.h>
 #include <ATen/ops/nan_to_num_native.h>
 #include <ATen/ops/narrow_copy_native.h>
+#include <ATen/ops/neg_native.h>
 #include <ATen/ops/permute_native.h>
 #include <ATen/ops/rad2deg_native.h>
+#include <ATen/ops/relu_native.h>
+#include <ATen/ops/round_native.h>
 #include <ATen/ops/row_indices_native.h>
+#include <ATen/ops/sgn_native.h>
+#include <ATen/ops/sign_native.h>
+#include <ATen/ops/sin_native.h>
+#include <ATen/ops/sinh_native.h>
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/sqrt_native.h>
 #include <ATen/ops/sum_native.h>
+#include <ATen/ops/tan_native.h>
+#include <ATen/ops/tanh_native.h>
+#include <ATen/ops/trunc_native.h>
 #include <ATen/ops/unsqueeze_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
@@ -466,6 +493,35 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("permute", TORCH_FN(at::native::permute_sparse_coo));
   m.impl("unsqueeze", TORCH_FN(at::native::unsqueeze_sparse));
   m.impl("isinf", TORCH_FN(at::native::isinf_sparse));
+  // Zero-preserving unary ops: ATen's layout-generic kernels (the op on the
+  // coalesced values).
+#define TPJ_SPARSE_UNARY(op)                                \
+  m.impl(#op, TORCH_FN(at::native::op##_sparse));           \
+  m.impl(#op "_", TORCH_FN(at::native::op##_sparse_));
+  TPJ_SPARSE_UNARY(neg)
+  TPJ_SPARSE_UNARY(sin)
+  TPJ_SPARSE_UNARY(sinh)
+  TPJ_SPARSE_UNARY(tan)
+  TPJ_SPARSE_UNARY(tanh)
+  TPJ_SPARSE_UNARY(asin)
+  TPJ_SPARSE_UNARY(asinh)
+  TPJ_SPARSE_UNARY(atan)
+  TPJ_SPARSE_UNARY(atanh)
+  TPJ_SPARSE_UNARY(ceil)
+  TPJ_SPARSE_UNARY(floor)
+  TPJ_SPARSE_UNARY(round)
+  TPJ_SPARSE_UNARY(trunc)
+  TPJ_SPARSE_UNARY(frac)
+  TPJ_SPARSE_UNARY(expm1)
+  TPJ_SPARSE_UNARY(log1p)
+  TPJ_SPARSE_UNARY(sqrt)
+  TPJ_SPARSE_UNARY(erf)
+  TPJ_SPARSE_UNARY(erfinv)
+  TPJ_SPARSE_UNARY(sgn)
+  TPJ_SPARSE_UNARY(sign)
+  TPJ_SPARSE_UNARY(relu)
+#undef TPJ_SPARSE_UNARY
+  m.impl("isnan", TORCH_FN(at::native::isnan_sparse));
   m.impl("rad2deg", TORCH_FN(at::native::rad2deg_sparse));
   m.impl("rad2deg_", TORCH_FN(at::native::rad2deg_sparse_));
   m.impl("rad2deg.out", TORCH_FN(at::native::rad2deg_sparse_out));

@@ -298,6 +298,20 @@ def test_reductions_and_shape_ops_match_cpu(native_only):
     torch.testing.assert_close(s.matmul(v.to("tpu")).cpu(), ref.matmul(v), **TOL)
 
 
+@pytest.mark.parametrize("name", ["neg", "sin", "sqrt", "tanh", "relu", "sgn", "isnan"])
+def test_unary_ops_match_cpu(name, native_only):
+    ref = _uncoalesced().abs()
+    s = ref.to("tpu")
+    r = getattr(torch, name)(s)
+    assert r.is_sparse and r.device.type == "tpu"
+    torch.testing.assert_close(r.to_dense().cpu(), getattr(torch, name)(ref).to_dense(), **TOL)
+    if name != "isnan":
+        c, cc = s.coalesce(), ref.coalesce()
+        getattr(c, name + "_")()
+        getattr(cc, name + "_")()
+        torch.testing.assert_close(c.to_dense().cpu(), cc.to_dense(), **TOL)
+
+
 def test_uncoalesced_indices_error_matches_cpu():
     s = _uncoalesced("tpu")
     with pytest.raises(RuntimeError, match="Cannot get indices on an uncoalesced tensor"):
