@@ -55,6 +55,7 @@
 #include <ATen/ops/crow_indices_native.h>
 #include <ATen/ops/deg2rad_native.h>
 #include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/div_native.h>
 #include <ATen/ops/empty_like_native.h>
 #include <ATen/ops/empty_native.h>
 #include <ATen/ops/erf_native.h>
@@ -429,6 +430,38 @@ at::Tensor& sub__k(at::Tensor& self, const at::Tensor& other, const at::Scalar& 
   return add__k(self, other, -alpha);
 }
 
+// sparse * 0-d tensor (a Python number arrives as one): the values times it,
+// same indices and coalesced flag, as CPU's mul_out_sparse_zerodim. Other
+// operand shapes (sparse * sparse, sparse * dense) take CPU's kernel.
+bool mul_native_ok(const at::Tensor& self, const at::Tensor& other) {
+  return self.is_sparse() && other.layout() == at::kStrided && other.dim() == 0 &&
+         (other.device().is_cpu() || other.device() == self.device());
+}
+
+at::Tensor mul_k(const at::Tensor& self, const at::Tensor& other) {
+  const at::Tensor* sp = &self;
+  const at::Tensor* sc = &other;
+  if (!mul_native_ok(self, other)) std::swap(sp, sc);
+  if (!mul_native_ok(*sp, *sc)) return via_cpu<at::Tensor>("aten::mul", "Tensor", self, other);
+  at::Tensor values = sp->_values().mul(*sc);
+  return at::_sparse_coo_tensor_unsafe(sp->_indices().clone(), values, sp->sizes(),
+                                       sp->options().dtype(values.scalar_type()))
+      ._coalesced_(sp->is_coalesced());
+}
+
+at::Tensor& mul__k(at::Tensor& self, const at::Tensor& other) {
+  if (mul_native_ok(self, other) &&
+      at::result_type(self, other) == self.scalar_type()) {
+    self._values().mul_(other);
+    return self;
+  }
+  auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::mul_", "Tensor");
+  torch::jit::Stack stack;
+  torch::jit::push(stack, self, other);
+  sparse_fallback(op, &stack);
+  return self;
+}
+
 // The CPU fallback writes a mutated sparse argument back with this (sparse
 // copy_ resizes the destination to the source's sizes and dims).
 at::Tensor copy_from_and_resize_k(const at::Tensor& self, const at::Tensor& dst) {
@@ -476,6 +509,28 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("_coalesce", TORCH_FN(tp::coalesce_k));
   m.impl("add.Tensor", TORCH_FN(tp::add_k));
   m.impl("add_.Tensor", TORCH_FN(tp::add__k));
+  m.impl("mul.Tensor", TORCH_FN(tp::mul_k));
+  m.impl("mul_.Tensor", TORCH_FN(tp::mul__k));
+  // ATen's generic sparse / 0-d tensor (the values divided).
+  m.impl("div.Tensor", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&, const at::Tensor&)>(
+                           at::native::div_sparse)));
+  m.impl("div_.Tensor", TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, const at::Tensor&)>(
+                            at::native::div_sparse_)));
+  m.impl("div.out",
+         TORCH_FN(static_cast<at::Tensor& (*)(const at::Tensor&, const at::Tensor&, at::Tensor&)>(
+             at::native::div_out_sparse_zerodim)));
+  m.impl("div.Tensor_mode",
+         TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&, const at::Tensor&,
+                                             std::optional<c10::string_view>)>(
+             at::native::div_sparse)));
+  m.impl("div_.Tensor_mode",
+         TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, const at::Tensor&,
+                                              std::optional<c10::string_view>)>(
+             at::native::div_sparse_)));
+  m.impl("div.out_mode",
+         TORCH_FN(static_cast<at::Tensor& (*)(const at::Tensor&, const at::Tensor&,
+                                              std::optional<c10::string_view>, at::Tensor&)>(
+             at::native::div_out_sparse_zerodim)));
   m.impl("sub.Tensor", TORCH_FN(tp::sub_k));
   m.impl("sub_.Tensor", TORCH_FN(tp::sub__k));
   // Ops that have both a CompositeExplicitAutograd kernel and their own

@@ -266,12 +266,12 @@ def test_fallback_ops_match_cpu_and_are_counted():
         warnings.simplefilter("ignore")
         # In place on a sparse tensor: the CPU result is written back.
         m = s.clone()
-        m.mul_(3)
-        assert m.device.type == "tpu" and torch.equal(m.to_dense().cpu(), ref.to_dense() * 3)
+        m.mul_(m)
+        assert m.device.type == "tpu" and torch.equal(m.to_dense().cpu(), (ref * ref).to_dense())
         # A sparse result comes back sparse.
-        p = s * torch.tensor(2.0)
+        p = s * s
         assert p.is_sparse and p.device.type == "tpu"
-        assert torch.equal(p.to_dense().cpu(), (ref * torch.tensor(2.0)).to_dense())
+        assert torch.equal(p.to_dense().cpu(), (ref * ref).to_dense())
         # bool values coalesce on the CPU.
         b = ref.bool().to("tpu").coalesce()
         assert torch.equal(b.to_dense().cpu(), ref.bool().coalesce().to_dense())
@@ -312,6 +312,32 @@ def test_unary_ops_match_cpu(name, native_only):
         torch.testing.assert_close(c.to_dense().cpu(), cc.to_dense(), **TOL)
 
 
+def test_scalar_mul_div_match_cpu(native_only):
+    ref = _uncoalesced()
+    s = ref.to("tpu")
+    ri, si = ref.to(torch.int64), ref.to(torch.int64).to("tpu")
+    cases = [
+        (lambda t: t * 2), (lambda t: 2.5 * t), (lambda t: t * torch.tensor(-1.5)),
+        (lambda t: t / 4), (lambda t: torch.div(t, 3, rounding_mode="floor")),
+    ]
+    for f in cases:
+        r, want = f(s), f(ref)
+        assert r.is_sparse and r.device.type == "tpu" and r.dtype == want.dtype
+        assert r.is_coalesced() == want.is_coalesced()
+        torch.testing.assert_close(r.to_dense().cpu(), want.to_dense(), **TOL)
+    r = si * 2.5  # integers times a float: promoted as on CPU
+    assert r.dtype == (ri * 2.5).dtype
+    torch.testing.assert_close(r.to_dense().cpu(), (ri * 2.5).to_dense(), **TOL)
+    r = s * torch.tensor(3.0, device="tpu")
+    torch.testing.assert_close(r.to_dense().cpu(), (ref * 3).to_dense(), **TOL)
+    m, mc = s.clone(), ref.clone()
+    m.mul_(3)
+    mc.mul_(3)
+    m.div_(2)
+    mc.div_(2)
+    torch.testing.assert_close(m.to_dense().cpu(), mc.to_dense(), **TOL)
+
+
 def test_uncoalesced_indices_error_matches_cpu():
     s = _uncoalesced("tpu")
     with pytest.raises(RuntimeError, match="Cannot get indices on an uncoalesced tensor"):
@@ -324,7 +350,7 @@ def test_fallback_error_mode_names_the_op():
             "s = torch.sparse_coo_tensor([[0, 0]], [1.0, 2.0], (3,)).to('tpu')\n"
             "print(s.to_dense().cpu().tolist())\n"
             "try:\n"
-            "    s * 2\n"
+            "    s * s\n"
             "except NotImplementedError as e:\n"
             "    print('refused:', e)\n")
     r = run_python(code, env_update={"TORCH_PJRT_FALLBACK": "error"})
