@@ -281,7 +281,8 @@ void mark_consumable(Graph& graph, const TraceInputs* tr, const std::vector<int>
       if (tr->arg_index[i] == arg) in = static_cast<int>(i);
     if (in < 0 || donate_to[in] >= 0) continue;
     bool used = false;
-    for (const StorageSpec& sp : graph.storages) used |= sp.kind == StorageSpec::kInput && sp.index == in;
+    for (const StorageSpec& sp : graph.storages)
+      used |= sp.kind == StorageSpec::kInput && sp.index == in;
     for (auto [m, r] : graph.mutations) used |= m == in;
     if (used) continue;
     graph.consumable[arg] = true;
