@@ -8,7 +8,6 @@
 
 #include <c10/core/DeviceGuard.h>
 
-#include <sstream>
 #include <unordered_map>
 
 #include "common.h"
@@ -402,32 +401,44 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs,
 
 // The part of a call's signature that decides the program: per tensor its
 // device, dtype, view and box buffer type, and which inputs share a storage.
-std::string graph_key(const std::vector<std::optional<at::Tensor>>& args) {
-  std::ostringstream k;
-  std::unordered_map<const c10::StorageImpl*, size_t> seen;
+// Raw integers, not text: this runs on every call of a compiled function
+// (an optimizer step passes a few hundred tensors).
+py::bytes graph_key(const std::vector<std::optional<at::Tensor>>& args) {
+  std::string k;
+  k.reserve(args.size() * 96);
+  auto put = [&k](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  auto put_list = [&](c10::IntArrayRef v) {
+    put(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) put(x);
+  };
+  std::unordered_map<const c10::StorageImpl*, int64_t> seen;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i] || !args[i]->defined()) {
-      k << "N;";
+      put(-1);
       continue;
     }
     const at::Tensor& t = *args[i];
-    k << (t.device().is_privateuseone() ? "T" : "C") << static_cast<int>(t.device().index()) << ':'
-      << static_cast<int>(t.scalar_type()) << ':' << t.sizes() << t.strides() << '@'
-      << t.storage_offset();
-    if (t.device().is_privateuseone()) {
+    bool tpu = t.device().is_privateuseone();
+    put(tpu ? 1 : 2);
+    put(t.device().index());
+    put(static_cast<int64_t>(t.scalar_type()));
+    put_list(t.sizes());
+    put_list(t.strides());
+    put(t.storage_offset());
+    if (tpu) {
       auto [it, fresh] = seen.emplace(t.storage().unsafeGetStorageImpl(), i);
-      if (!fresh) k << "=" << it->second;
+      put(fresh ? -1 : it->second);
       const tpj_box_t* box = box_of(t);
       if (box->buf) {
-        k << '#' << static_cast<int>(box->buf->dtype) << ':';
-        for (int d = 0; d < box->buf->ndim; ++d) k << box->buf->dims[d] << ',';
+        put(static_cast<int64_t>(box->buf->dtype));
+        put_list(c10::IntArrayRef(box->buf->dims, box->buf->ndim));
       } else {
-        k << "#none" << box->nbytes;
+        put(-1);
+        put(static_cast<int64_t>(box->nbytes));
       }
     }
-    k << ';';
   }
-  return k.str();
+  return py::bytes(k);
 }
 
 }  // namespace

@@ -99,15 +99,15 @@ class _Traced(torch.nn.Module):
     def __init__(self, gm: torch.fx.GraphModule, consume: tuple = ()):
         super().__init__()
         self.gm = gm
-        self.graphs: dict[str, Any] = {}
+        self.graphs: dict[tuple, Any] = {}
         self.eager_reason: str | None = None
         # Argument positions a consuming call may take (see _consuming).
         self.consume = list(consume)
 
-    def _key(self, args) -> str:
-        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
-        others = tuple(repr(a) for a in args if not isinstance(a, torch.Tensor))
-        return _C._graph_key(tensors) + repr(others)
+    @staticmethod
+    def _key(args, tensors) -> tuple:
+        others = tuple([repr(a) for a, t in zip(args, tensors) if t is None])
+        return _C._graph_key(tensors), others
 
     def _trace(self, args):
         tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
@@ -145,7 +145,9 @@ class _Traced(torch.nn.Module):
         launch take the arguments in self.consume (their last use)."""
         if self.eager_reason is not None:
             return self.gm(*args)
-        key = self._key(args)
+        Tensor = torch.Tensor
+        tensors = [a if isinstance(a, Tensor) else None for a in args]
+        key = self._key(args, tensors)
         entry = self.graphs.get(key)
         if entry is None:
             try:
@@ -160,7 +162,6 @@ class _Traced(torch.nn.Module):
                 return self.gm(*args)
             self.graphs[key] = entry
         graph, tensor_pos, passthrough, template, is_seq = entry
-        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
         flat = list(template)
         for i, j in passthrough.items():
             flat[i] = args[j]
@@ -289,10 +290,21 @@ def _runner(gm: torch.fx.GraphModule, example_inputs) -> torch.nn.Module:
     return _partition(gm)
 
 
-def _compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
-    from torch._functorch.aot_autograd import make_boxed_func
+def _boxed(runner: torch.nn.Module) -> Callable:
+    """AOTAutograd's boxed calling convention (one list argument); a whole
+    graph is called without nn.Module's per-call hook machinery."""
+    if isinstance(runner, _Traced):
+        def run(args: list):
+            return runner.call(args, False)
+    else:
+        def run(args: list):
+            return runner(*args)
+    run._boxed_call = True  # an attribute of the function: wrappers copy it
+    return run
 
-    return make_boxed_func(_runner(gm, example_inputs))
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
+    return _boxed(_runner(gm, example_inputs))
 
 
 def _bw_donated_idxs() -> list:
@@ -305,12 +317,10 @@ def _bw_donated_idxs() -> list:
 
 
 def _compile_backward(gm: torch.fx.GraphModule, example_inputs) -> Callable:
-    from torch._functorch.aot_autograd import make_boxed_func
-
     donated = _bw_donated_idxs()
     runner = _runner(gm, example_inputs)
     if not donated or not isinstance(runner, _Traced):
-        return make_boxed_func(runner)
+        return _boxed(runner)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     runner.consume = [i for i in donated if i < len(placeholders)
                       and isinstance(placeholders[i].meta.get("val"), torch.Tensor)]
