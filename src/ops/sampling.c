@@ -19,7 +19,6 @@
  * align_corners, then for H and W: has_scale and the IEEE-754 bits of the
  * user's scale factor. outs[0] is the result (forward: the resized shape;
  * backward: the input's shape). */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,7 +103,9 @@ static int tpj_aa_forward_taps(const tpj_aa_t* p, int axis, int64_t in, int64_t 
   double half = p->bicubic ? 2.0 : 1.0; /* interp_size * 0.5 */
   double support = scale >= 1.0 ? tpj_aa_r(p, half * scale) : half;
   double invscale = scale >= 1.0 ? tpj_aa_r(p, 1.0 / scale) : 1.0;
-  int64_t kmax = (int64_t)ceil(support) * 2 + 1;
+  int64_t up = (int64_t)support; /* ceil: support > 0 (no libm in the C tests) */
+  if ((double)up < support) ++up;
+  int64_t kmax = up * 2 + 1;
   if (!tpj_aa_taps_alloc(t, out, kmax)) return 0;
   for (int64_t i = 0; i < out; ++i) {
     double center = tpj_aa_r(p, scale * ((double)i + 0.5));
