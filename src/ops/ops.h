@@ -369,6 +369,8 @@ void tpj_lower_upsample_bicubic_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* res
  * the grid samplers */
 void tpj_lower_upsample_aa(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_upsample_aa_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_grid_sampler(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_grid_sampler_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }
