@@ -10,6 +10,8 @@
 //   the half type, which a float32 program would not reproduce (a nearest
 //   pick can move), so those run CPU's kernel (counted). Any call CPU's
 //   checks would refuse runs on CPU copies too, so the error is CPU's own.
+// - igamma / igammac (src/ops/igamma.c): functional, out= and in-place, for
+//   floating results (half types compute in float32, as CPU does).
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -175,6 +177,45 @@ std::tuple<Tensor, Tensor> grid_sampler_backward(const Tensor& grad, const Tenso
   return {gi, gg};
 }
 
+Tensor igamma_impl(const Tensor& a, const Tensor& x, bool upper) {
+  const char* op = upper ? "aten::igammac" : "aten::igamma";
+  c10::Device dev = common_device(op, {&a, &x});
+  Tensor m = upper ? at::igammac(to_meta(a), to_meta(x)) : at::igamma(to_meta(a), to_meta(x));
+  at::ScalarType t = m.scalar_type();
+  // The meta function promotes integers to float, but CPU's kernel runs in
+  // the inputs' common dtype and refuses integers (with its own error).
+  if (!c10::isFloatingType(t) || !c10::isFloatingType(at::result_type(a, x))) {
+    Tensor r = upper ? at::igammac(a.cpu(), x.cpu()) : at::igamma(a.cpu(), x.cpu());
+    dtype_fallback(op, t);
+    return r.to(dev);
+  }
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(m.sizes(), m.options().device(dev));
+  if (out.numel() == 0) return out;
+  OpArgs args;
+  add_operand(args, a, dev.index());
+  add_operand(args, x, dev.index());
+  run_op(op, dev.index(), args, {to_tpj_dtype(accumulator(t)), upper ? 1 : 0}, {out});
+  return out;
+}
+
+Tensor igamma_tpu(const Tensor& a, const Tensor& x) { return igamma_impl(a, x, false); }
+Tensor igammac_tpu(const Tensor& a, const Tensor& x) { return igamma_impl(a, x, true); }
+Tensor& igamma_out(const Tensor& a, const Tensor& x, Tensor& out) {
+  return out_result(out, igamma_impl(a, x, false), "aten::igamma.out");
+}
+Tensor& igammac_out(const Tensor& a, const Tensor& x, Tensor& out) {
+  return out_result(out, igamma_impl(a, x, true), "aten::igammac.out");
+}
+Tensor& igamma_inplace(Tensor& self, const Tensor& x) {
+  assign_result(self, igamma_impl(self, x, false), "aten::igamma_");
+  return self;
+}
+Tensor& igammac_inplace(Tensor& self, const Tensor& x) {
+  assign_result(self, igamma_impl(self, x, true), "aten::igammac_");
+  return self;
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -194,4 +235,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("grid_sampler_3d", TORCH_FN(grid_sampler<3>));
   m.impl("grid_sampler_2d_backward", TORCH_FN(grid_sampler_backward<2>));
   m.impl("grid_sampler_3d_backward", TORCH_FN(grid_sampler_backward<3>));
+  m.impl("igamma", TORCH_FN(igamma_tpu));
+  m.impl("igammac", TORCH_FN(igammac_tpu));
+  m.impl("igamma.out", TORCH_FN(igamma_out));
+  m.impl("igammac.out", TORCH_FN(igammac_out));
+  m.impl("igamma_", TORCH_FN(igamma_inplace));
+  m.impl("igammac_", TORCH_FN(igammac_inplace));
 }

@@ -152,6 +152,8 @@ static const tpj_op_def_t kOps[] = {
     {"aten::huber_loss_backward", tpj_lower_huber_loss_backward},
     {"aten::hypot", tpj_lower_hypot},
     {"aten::i0", tpj_lower_i0},
+    {"aten::igamma", tpj_lower_igamma},
+    {"aten::igammac", tpj_lower_igamma},
     {"aten::im2col", tpj_lower_im2col},
     {"aten::index.Tensor", tpj_lower_index},
     {"aten::index_add", tpj_lower_index_along},
