@@ -216,3 +216,49 @@ def test_upsample_aa_bad_size_raises():
     x = torch.randn(1, 1, 8, 8)
     with pytest.raises(RuntimeError, match="should be greater than 0"):
         torch.ops.aten._upsample_bilinear2d_aa(x.to("tpu"), [0, 4], False)
+
+
+# ---- regularized incomplete gamma ----
+
+def _igamma_inputs(dtype):
+    """Every regime of CPU's algorithm: the power series, both complements,
+    the continued fraction, Temme's expansion (a > 20 with x near a, and
+    a > 200), and the boundary values."""
+    g = torch.Generator().manual_seed(9)
+    a = torch.cat([torch.rand(60, generator=g) * 5, torch.rand(60, generator=g) * 50,
+                   100 + torch.rand(30, generator=g) * 300])
+    x = torch.cat([torch.rand(60, generator=g) * 5, torch.rand(60, generator=g) * 60,
+                   a[120:] * (0.9 + 0.2 * torch.rand(30, generator=g))])
+    inf, nan = float("inf"), float("nan")
+    sa = torch.tensor([0.0, 0.0, 1.0, inf, inf, 2.0, nan, -1.0, 3.0, 0.5, 25.0, 250.0, inf])
+    sx = torch.tensor([0.0, 1.0, 0.0, 5.0, inf, inf, 1.0, 1.0, -1.0, 0.6, 24.0, 260.0, nan])
+    return torch.cat([a, sa]).to(dtype), torch.cat([x, sx]).to(dtype)
+
+
+# each igamma program takes seconds to compile: a few combinations only
+@pytest.mark.parametrize("fn,dtype", [(torch.igamma, torch.float32), (torch.igammac, torch.float32),
+                                      (torch.igammac, torch.float64)],
+                         ids=["igamma-float32", "igammac-float32", "igammac-float64"])
+def test_igamma_matches_cpu(fn, dtype, native_only, no_leaks):
+    a, x = _igamma_inputs(dtype)
+    tol = {torch.float32: dict(atol=1e-6, rtol=1e-5), torch.float64: dict(atol=1e-13, rtol=1e-12)}
+    torch.testing.assert_close(fn(a.to("tpu"), x.to("tpu")).cpu(), fn(a, x), equal_nan=True,
+                               **tol[dtype])
+
+
+def test_igammac_out_inplace_broadcast_view(native_only):
+    a, x = torch.rand(3, 2) * 4, torch.rand(4) * 4
+    xv = x.to("tpu")[::2]  # a strided view, broadcast over rows
+    expected = torch.igammac(a, x[::2])
+    out = torch.empty(0, device="tpu")
+    torch.igammac(a.to("tpu"), xv, out=out)
+    torch.testing.assert_close(out.cpu(), expected, atol=1e-6, rtol=1e-5)
+    t = a.to("tpu")
+    t.igammac_(xv)
+    torch.testing.assert_close(t.cpu(), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_igamma_integer_raises_cpu_error():
+    i = torch.ones(3, dtype=torch.long)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch.igamma(i.to("tpu"), i.to("tpu"))
