@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "storage_dtypes.h"
 
 extern "C" {
 #include "rt/upload.h"
@@ -97,7 +98,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   check_supported(self, "copy_");
   check_supported(dst, "copy_");
   bool src_tpu = self.device().is_privateuseone(), dst_tpu = dst.device().is_privateuseone();
-  if (src_tpu && dst_tpu) {
+  if (src_tpu && dst_tpu && self.scalar_type() != dst.scalar_type() &&
+      (is_storage_only(self.scalar_type()) || is_storage_only(dst.scalar_type()))) {
+    // A conversion from or to a dtype tpu only holds (storage_dtypes.cpp):
+    // CPU's conversion, counted.
+    dtype_fallback("aten::_copy_from", is_storage_only(self.scalar_type()) ? self.scalar_type()
+                                                                           : dst.scalar_type());
+    copy_host_to_device(to_host(self), dst, false);
+  } else if (src_tpu && dst_tpu) {
     copy_device_to_device(self, dst);
   } else if (dst_tpu) {
     TORCH_CHECK(self.device().is_cpu(), "copy_: cannot copy from ", self.device(), " to ",

@@ -99,31 +99,111 @@ namespace {
 
 }  // namespace
 
-// Sparse and quantized tpu tensors would otherwise reach a dispatcher dump.
+// Quantized tpu tensors would otherwise reach a dispatcher dump.
 void unsupported_layout(const c10::OperatorHandle& op, torch::jit::Stack*) {
   const auto& name = op.schema().operator_name();
-  TORCH_CHECK_NOT_IMPLEMENTED(false, name.name, ": sparse and quantized tensors are not supported "
-                              "on tpu (only dense strided tensors); convert with .to_dense() or "
-                              ".dequantize() on the CPU first");
+  TORCH_CHECK_NOT_IMPLEMENTED(false, name.name, ": quantized tensors are not supported "
+                              "on tpu; convert with .dequantize() on the CPU first");
+}
+
+}  // namespace torch_pjrt
+
+namespace torch_pjrt {
+namespace {
+
+// An op on a sparse tpu tensor that sparse.cpp does not compute on tpu:
+// PyTorch's kernel for the same layout on CPU (cpu_key: SparseCPU or
+// SparseCsrCPU) runs on CPU copies of the arguments (sparse ones stay
+// sparse), mutated arguments are written back and results come back to tpu.
+// Counted as "<op> (sparse)" so it is not mistaken for the dense op.
+void sparse_fallback_on(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                        c10::DispatchKey cpu_key) {
+  const auto& name = op.schema().operator_name();
+  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  Mode mode = fallback_mode();
+  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, full,
+                              " on a sparse tensor has no tpu lowering and "
+                              "TORCH_PJRT_FALLBACK=error forbids running it on the CPU");
+  full += " (sparse)";
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    first = g_counts.find(full) == g_counts.end();
+  }
+  count_fallback(full);
+  if (mode == Mode::kWarn && first)
+    TORCH_WARN(full, " has no tpu lowering: it runs on the CPU (slower; counted in "
+               "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
+  // Some CPU kernels keep what backward needs only when an input requires
+  // grad (_sparse_mm_reduce_impl's arg_out): the CPU copies of read-only
+  // arguments carry the flag (this runs below autograd; nothing is recorded).
+  // cpu_fallback takes the results' device from the tpu arguments it still
+  // sees, so results are moved to the first tpu argument's device here.
+  const auto& args = op.schema().arguments();
+  size_t begin = stack->size() - args.size();
+  std::optional<c10::Device> device;
+  bool replaced = false;
+  for (size_t i = 0; i < args.size(); i++) {
+    c10::IValue& v = (*stack)[begin + i];
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || t.device().is_cpu()) continue;
+    if (!device) device = t.device();
+    const auto* alias = args[i].alias_info();
+    if (t.requires_grad() && !(alias && alias->isWrite())) {
+      v = t.cpu().detach().requires_grad_(true);
+      replaced = true;
+    }
+  }
+  at::native::cpu_fallback(op, stack, /*error_on_views=*/false, cpu_key);
+  if (!replaced || !device) return;
+  size_t nret = op.schema().returns().size();
+  for (size_t i = stack->size() - nret; i < stack->size(); i++) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().device().is_cpu())
+      v = v.toTensor().to(*device);
+  }
+}
+
+// PyTorch's CompositeExplicitAutogradNonFunctional kernels serve the
+// SparseCsrPrivateUse1 key: a structured op (add, mul, mm, ...) on a sparse
+// compressed tensor allocates a sparse compressed result and calls the op's
+// out= form, whose CPU kernel mostly refuses such an out (or gives another
+// layout than the functional op on CPU). Out= forms are refused here with a
+// clear message; the other ops run CPU's kernel, and so do the common
+// structured ops sparse.cpp registers with sparse_csr_cpu (which then never
+// reach their composite kernel).
+void sparse_csr_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  for (const auto& arg : op.schema().arguments()) {
+    const auto& name = op.schema().operator_name();
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        !arg.is_out(), name.name, (name.overload_name.empty() ? "" : "." + name.overload_name),
+        ": this op on sparse compressed (CSR/CSC/BSR/BSC) tensors is not supported on tpu; "
+        "convert with .to_sparse() (COO) or .to_dense() first");
+  }
+  sparse_fallback_on(op, stack, c10::DispatchKey::SparseCsrCPU);
+}
+
+}  // namespace
+
+void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  sparse_fallback_on(op, stack, c10::DispatchKey::SparseCPU);
+}
+
+void sparse_csr_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  sparse_fallback_on(op, stack, c10::DispatchKey::SparseCsrCPU);
 }
 
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::sparse_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::sparse_csr_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
-}
-
-// A CSR/CSC tensor is assembled from dense parts without dispatching to the
-// sparse key; refuse it where the parts arrive on tpu.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_sparse_compressed_tensor_unsafe",
-         torch::CppFunction::makeFromBoxedFunction<&torch_pjrt::unsupported_layout>());
 }

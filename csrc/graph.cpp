@@ -8,7 +8,6 @@
 
 #include <c10/core/DeviceGuard.h>
 
-#include <sstream>
 #include <unordered_map>
 
 #include "common.h"
@@ -119,6 +118,9 @@ class Graph {
   std::vector<StorageSpec> storages;
   std::vector<OutputSpec> outputs;
   std::vector<std::pair<int, int>> mutations;  // (tpu input, result)
+  // Per argument: the run may take it (run_consuming) -- an input no output
+  // storage or mutation refers to, so nothing reads it after the launch.
+  std::vector<bool> consumable;
 
   ~Graph() {
     for (auto& s : storages)
@@ -128,7 +130,29 @@ class Graph {
 
   int num_nodes() const { return g ? tpj_exec_graph_num_nodes(g) : 0; }
 
-  std::vector<at::Tensor> run(const std::vector<std::optional<at::Tensor>>& args) {
+  std::vector<at::Tensor> run(std::vector<std::optional<at::Tensor>> args) {
+    return run_impl(args, nullptr);
+  }
+
+  // run() for a caller that gives up the listed arguments (a backward's
+  // saved activations): the list is emptied and each consumable tensor is
+  // dropped before the launch, so its storage is freed -- and counted free --
+  // before the results exist, as eager autograd frees an activation once its
+  // last use ran. The launch holds the buffer until then; a buffer no one
+  // else holds is donated to a result of its type where the graph has one.
+  // Something else still holding the storage (a view, a saved-tensor hook)
+  // keeps it, intact.
+  std::vector<at::Tensor> run_consuming(py::list args, const std::vector<int>& consume) {
+    std::vector<std::optional<at::Tensor>> a;
+    a.reserve(args.size());
+    for (py::handle h : args)
+      a.push_back(h.is_none() ? std::nullopt : std::optional<at::Tensor>(h.cast<at::Tensor>()));
+    args.attr("clear")();
+    return run_impl(a, &consume);
+  }
+
+  std::vector<at::Tensor> run_impl(std::vector<std::optional<at::Tensor>>& args,
+                                   const std::vector<int>* consume) {
     TORCH_CHECK(static_cast<int>(args.size()) == nargs, "compiled graph: expected ", nargs,
                 " arguments, got ", args.size());
     std::vector<tpj_rt_buffer_t*> params;
@@ -143,6 +167,16 @@ class Graph {
       tpj_rt_buffer_t* b = upload_rng_key(r.gen.get(), r.words, device);
       owned.push_back(b);
       params.push_back(b);
+    }
+    if (consume) {
+      for (int i : *consume) {
+        if (i < 0 || i >= nargs || !consumable[i] || !args[i]) continue;
+        if (!args[i]->device().is_privateuseone()) continue;
+        tpj_rt_buffer_t* b = buffer_of(*args[i]);
+        tpj_rt_buffer_retain(b);
+        owned.push_back(b);  // released after the launch, like the scalars
+        args[i].reset();
+      }
     }
     int nres = g ? tpj_exec_graph_num_results(g) : 0;
     std::vector<tpj_rt_buffer_t*> res(nres, nullptr);
@@ -229,7 +263,44 @@ void trace_abort() {
   drop_trace();
 }
 
-std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs) {
+// Which arguments run_consuming may take: tpu inputs that no output storage
+// or mutation refers to. Each may also donate its buffer to a computed
+// result of its exact type that nothing else donates to, so the launch
+// writes that result into the input's memory instead of new memory.
+void mark_consumable(Graph& graph, const TraceInputs* tr, const std::vector<int>& consumable,
+                     const std::vector<tpj_rt_buffer_t*>& results, std::vector<int>& donate_to) {
+  graph.consumable.assign(graph.nargs, false);
+  std::vector<bool> taken(results.size(), false);
+  for (int r : donate_to)
+    if (r >= 0) taken[r] = true;
+  for (int arg : consumable) {
+    if (arg < 0 || arg >= graph.nargs) continue;
+    int in = -1;
+    for (size_t i = 0; i < tr->arg_index.size(); ++i)
+      if (tr->arg_index[i] == arg) in = static_cast<int>(i);
+    if (in < 0 || donate_to[in] >= 0) continue;
+    bool used = false;
+    for (const StorageSpec& sp : graph.storages)
+      used |= sp.kind == StorageSpec::kInput && sp.index == in;
+    for (auto [m, r] : graph.mutations) used |= m == in;
+    if (used) continue;
+    graph.consumable[arg] = true;
+    const tpj_rt_buffer_t* p = tr->orig[in];
+    for (size_t r = 0; r < results.size(); ++r) {
+      const tpj_rt_buffer_t* b = results[r];
+      if (taken[r] || !b->trace_id || b->dtype != p->dtype || b->ndim != p->ndim) continue;
+      bool same = true;
+      for (int d = 0; same && d < p->ndim; ++d) same = b->dims[d] == p->dims[d];
+      if (!same) continue;
+      taken[r] = true;
+      donate_to[in] = static_cast<int>(r);
+      break;
+    }
+  }
+}
+
+std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs,
+                                 const std::vector<int>& consumable) {
   TORCH_CHECK(g_trace, "no graph is being traced");
   TraceInputs* tr = g_trace;
   auto graph = std::make_shared<Graph>();
@@ -311,6 +382,7 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
     // graph updates it in place instead of holding both.
     std::vector<int> donate_to(params.size(), -1);
     for (auto [in, r] : graph->mutations) donate_to[in] = r;
+    mark_consumable(*graph, tr, consumable, results, donate_to);
     s = tpj_exec_trace_end_donating(exec(), params.data(), static_cast<int>(params.size()),
                                     results.data(), static_cast<int>(results.size()),
                                     donate_to.data(), &g);
@@ -329,32 +401,44 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs)
 
 // The part of a call's signature that decides the program: per tensor its
 // device, dtype, view and box buffer type, and which inputs share a storage.
-std::string graph_key(const std::vector<std::optional<at::Tensor>>& args) {
-  std::ostringstream k;
-  std::unordered_map<const c10::StorageImpl*, size_t> seen;
+// Raw integers, not text: this runs on every call of a compiled function
+// (an optimizer step passes a few hundred tensors).
+py::bytes graph_key(const std::vector<std::optional<at::Tensor>>& args) {
+  std::string k;
+  k.reserve(args.size() * 96);
+  auto put = [&k](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  auto put_list = [&](c10::IntArrayRef v) {
+    put(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) put(x);
+  };
+  std::unordered_map<const c10::StorageImpl*, int64_t> seen;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i] || !args[i]->defined()) {
-      k << "N;";
+      put(-1);
       continue;
     }
     const at::Tensor& t = *args[i];
-    k << (t.device().is_privateuseone() ? "T" : "C") << static_cast<int>(t.device().index()) << ':'
-      << static_cast<int>(t.scalar_type()) << ':' << t.sizes() << t.strides() << '@'
-      << t.storage_offset();
-    if (t.device().is_privateuseone()) {
+    bool tpu = t.device().is_privateuseone();
+    put(tpu ? 1 : 2);
+    put(t.device().index());
+    put(static_cast<int64_t>(t.scalar_type()));
+    put_list(t.sizes());
+    put_list(t.strides());
+    put(t.storage_offset());
+    if (tpu) {
       auto [it, fresh] = seen.emplace(t.storage().unsafeGetStorageImpl(), i);
-      if (!fresh) k << "=" << it->second;
+      put(fresh ? -1 : it->second);
       const tpj_box_t* box = box_of(t);
       if (box->buf) {
-        k << '#' << static_cast<int>(box->buf->dtype) << ':';
-        for (int d = 0; d < box->buf->ndim; ++d) k << box->buf->dims[d] << ',';
+        put(static_cast<int64_t>(box->buf->dtype));
+        put_list(c10::IntArrayRef(box->buf->dims, box->buf->ndim));
       } else {
-        k << "#none" << box->nbytes;
+        put(-1);
+        put(static_cast<int64_t>(box->nbytes));
       }
     }
-    k << ';';
   }
-  return k.str();
+  return py::bytes(k);
 }
 
 }  // namespace
@@ -362,11 +446,13 @@ std::string graph_key(const std::vector<std::optional<at::Tensor>>& args) {
 void bind_graph(py::module& m) {
   py::class_<Graph, std::shared_ptr<Graph>>(m, "_Graph")
       .def("run", &Graph::run)
+      .def("run_consuming", &Graph::run_consuming)
       .def_property_readonly("num_nodes", &Graph::num_nodes)
       .def_property_readonly("num_mutations",
                              [](const Graph& g) { return static_cast<int>(g.mutations.size()); });
   m.def("_trace_begin", &trace_begin);
-  m.def("_trace_end", &trace_end);
+  m.def("_trace_end", &trace_end, py::arg("nargs"), py::arg("outs"),
+        py::arg("consumable") = std::vector<int>{});
   m.def("_trace_abort", &trace_abort);
   m.def("_graph_key", &graph_key);
 }

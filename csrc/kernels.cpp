@@ -11,11 +11,10 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "storage_dtypes.h"
 
 namespace torch_pjrt {
 namespace {
-
-constexpr c10::DispatchKeySet kTpuKeys(c10::DispatchKey::PrivateUse1);
 
 void check_creation(std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
                     std::optional<bool> pin_memory, const char* op) {
@@ -35,7 +34,8 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
                                std::optional<at::MemoryFormat> memory_format) {
   check_creation(dtype, layout, pin_memory, "empty");
   c10::DeviceGuard guard(c10::device_or_default(device));
-  return at::detail::empty_generic(size, allocator(), kTpuKeys, c10::dtype_or_default(dtype),
+  return at::detail::empty_generic(size, allocator(), tpu_key_set(c10::dtype_or_default(dtype)),
+                                   c10::dtype_or_default(dtype),
                                    memory_format);
 }
 
@@ -44,7 +44,8 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
                          std::optional<at::Device> device, std::optional<bool> pin_memory) {
   check_creation(dtype, layout, pin_memory, "empty_strided");
   c10::DeviceGuard guard(c10::device_or_default(device));
-  return at::detail::empty_strided_generic(size, stride, allocator(), kTpuKeys,
+  return at::detail::empty_strided_generic(size, stride, allocator(),
+                                           tpu_key_set(c10::dtype_or_default(dtype)),
                                            c10::dtype_or_default(dtype));
 }
 
@@ -131,8 +132,9 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   check_supported(self, "item");
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
-  at::Tensor one = is_natural(self) ? self : materialize(self, self.scalar_type(), {});
-  at::Tensor host = at::empty({}, self.options().device(at::kCPU));
+  // view_copy keeps the view's rank (it broadcasts, never drops dims).
+  at::Tensor one = is_natural(self) ? self : materialize(self, self.scalar_type(), self.sizes());
+  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
   TPJ_CHECK(tpj_box_to_host(rt(), box_of(one), host.data_ptr()));
   return at::_local_scalar_dense(host);
 }
@@ -152,6 +154,15 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
 
 at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 
+// Views that change the dtype get the dispatch keys of their new dtype.
+at::Tensor view_as_complex(const at::Tensor& self) {
+  return with_dtype_keys(at::native::view_as_complex(self));
+}
+
+at::Tensor view_dtype(const at::Tensor& self, at::ScalarType dtype) {
+  return with_dtype_keys(at::native::view_dtype(self, dtype));
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -163,7 +174,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", TORCH_FN(view));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
   m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
-  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  m.impl("view_as_complex", TORCH_FN(view_as_complex));
+  m.impl("view.dtype", TORCH_FN(view_dtype));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Storage", TORCH_FN(set_storage));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_offset));

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common.h"
+#include "forms.h"
 
 namespace torch_pjrt {
 namespace {
@@ -200,21 +201,8 @@ namespace tp = torch_pjrt;
 using at::Scalar;
 using at::Tensor;
 
-// functional, in-place and out= forms of a unary op computed by `fn`
-#define TPJ_MATH_UNARY(aten, fn)                                                          \
-  m.impl(aten, [](const Tensor& a) { return fn(a); });                                    \
-  m.impl(aten "_", [](Tensor& a) -> Tensor& {                                             \
-    tp::check_no_overlap(a, {});                                                          \
-    tp::assign_result(a, fn(a), "aten::" aten "_");                                       \
-    return a;                                                                             \
-  });                                                                                     \
-  m.impl(aten ".out", [](const Tensor& a, Tensor& o) -> Tensor& {                         \
-    tp::check_no_overlap(o, {&a});                                                        \
-    return tp::out_result(o, fn(a), "aten::" aten);                                       \
-  });
-
 #define TPJ_FLOAT_UNARY(aten) \
-  TPJ_MATH_UNARY(aten, [](const Tensor& x) { return tp::float_unary("aten::" aten, x); })
+  TPJ_FORMS_UNARY(aten, [](const Tensor& x) { return tp::float_unary("aten::" aten, x); })
 
 // a binary op with Tensor and Scalar overloads (bitwise_and.Tensor, ...)
 #define TPJ_MATH_BINARY_TS(aten, fn)                                                      \
@@ -250,19 +238,6 @@ using at::Tensor;
                                         -> Tensor& {                                      \
     tp::check_no_overlap(o, {&b});                                                        \
     return tp::out_result(o, fn(tp::wrap_scalar(a), b), "aten::" aten);                  \
-  });
-
-// a binary op with one Tensor overload: op, op_, op.out
-#define TPJ_MATH_BINARY(aten, fn)                                                         \
-  m.impl(aten, [](const Tensor& a, const Tensor& b) { return fn(a, b); });                \
-  m.impl(aten "_", [](Tensor& a, const Tensor& b) -> Tensor& {                            \
-    tp::check_no_overlap(a, {&b});                                                        \
-    tp::assign_result(a, fn(a, b), "aten::" aten "_");                                    \
-    return a;                                                                             \
-  });                                                                                     \
-  m.impl(aten ".out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {        \
-    tp::check_no_overlap(o, {&a, &b});                                                    \
-    return tp::out_result(o, fn(a, b), "aten::" aten);                                    \
   });
 
 Tensor bitwise_and_fn(const Tensor& a, const Tensor& b) {
@@ -302,15 +277,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPJ_FLOAT_UNARY("log10")
   TPJ_FLOAT_UNARY("exp2")
   TPJ_FLOAT_UNARY("reciprocal")
-  TPJ_MATH_UNARY("floor", floor_fn)
-  TPJ_MATH_UNARY("ceil", ceil_fn)
-  TPJ_MATH_UNARY("trunc", trunc_fn)
-  TPJ_MATH_UNARY("round", round_fn)
-  TPJ_MATH_UNARY("frac", frac_fn)
-  TPJ_MATH_UNARY("sign", tp::sign)
-  TPJ_MATH_UNARY("sgn", tp::sgn)
-  TPJ_MATH_UNARY("bitwise_not", tp::bitwise_not)
-  TPJ_MATH_UNARY("logical_not", tp::logical_not)
+  TPJ_FORMS_UNARY("floor", floor_fn)
+  TPJ_FORMS_UNARY("ceil", ceil_fn)
+  TPJ_FORMS_UNARY("trunc", trunc_fn)
+  TPJ_FORMS_UNARY("round", round_fn)
+  TPJ_FORMS_UNARY("frac", frac_fn)
+  TPJ_FORMS_UNARY("sign", tp::sign)
+  TPJ_FORMS_UNARY("sgn", tp::sgn)
+  TPJ_FORMS_UNARY("bitwise_not", tp::bitwise_not)
+  TPJ_FORMS_UNARY("logical_not", tp::logical_not)
   m.impl("isnan", TORCH_FN(tp::isnan));
   m.impl("isposinf", TORCH_FN(tp::isposinf));
   m.impl("isneginf", TORCH_FN(tp::isneginf));
@@ -348,11 +323,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPJ_MATH_BINARY_TST("bitwise_xor", bitwise_xor_fn)
   TPJ_MATH_BINARY_TST("remainder", tp::remainder)
   TPJ_MATH_BINARY_TS("fmod", tp::fmod)
-  TPJ_MATH_BINARY("logical_and", logical_and_fn)
-  TPJ_MATH_BINARY("logical_or", logical_or_fn)
-  TPJ_MATH_BINARY("logical_xor", logical_xor_fn)
-  TPJ_MATH_BINARY("atan2", tp::atan2)
-  TPJ_MATH_BINARY("hypot", tp::hypot)
+  TPJ_FORMS_BINARY("logical_and", logical_and_fn)
+  TPJ_FORMS_BINARY("logical_or", logical_or_fn)
+  TPJ_FORMS_BINARY("logical_xor", logical_xor_fn)
+  TPJ_FORMS_BINARY("atan2", tp::atan2)
+  TPJ_FORMS_BINARY("hypot", tp::hypot)
 
   m.impl("div.Tensor_mode", TORCH_FN(tp::div_mode));
   m.impl("div.Scalar_mode", [](const Tensor& a, const Scalar& b,

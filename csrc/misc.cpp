@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common.h"
+#include "storage_dtypes.h"
 
 namespace torch_pjrt {
 namespace {
@@ -132,8 +133,12 @@ Tensor to_complex(const char* op, const Tensor& a, const Tensor& b) {
   TORCH_CHECK(ta == tb, "Expected object of scalar type ", ta, " but got scalar type ", tb,
               " for second argument");
   if (ta == at::kHalf && std::string(op) == "aten::polar") no_kernel("polar_cpu", ta);
-  TORCH_CHECK_NOT_IMPLEMENTED(ta != at::kHalf, op, ": the result would be ComplexHalf, a dtype "
-                              "tpu does not support");
+  if (ta == at::kHalf) {
+    // complex32 is storage only on tpu (storage_dtypes.cpp): CPU's kernel.
+    c10::Device dev = common_device(op, {&a, &b});
+    dtype_fallback(op, at::kComplexHalf);
+    return at::complex(a.to(at::kCPU), b.to(at::kCPU)).to(dev);
+  }
   return pointwise(op, {&a, &b}, ta, c10::toComplexType(ta));
 }
 

@@ -121,6 +121,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     }
     if (s) tp::throw_status(s, "synchronize");
   });
+  // Testing only: the next completion of `op` (an aten overload name) fails.
+  m.def("_inject_async_error", [](const std::string& op) {
+    tpj_rt_inject_async_error(tp::rt(), op.c_str());
+  });
   m.def("_info", &info);
   m.def("_metrics", &metrics);
   m.def("_memory_stats", &memory_stats);

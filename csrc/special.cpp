@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common.h"
+#include "forms.h"
 
 namespace torch_pjrt {
 namespace {
@@ -166,74 +167,50 @@ namespace tp = torch_pjrt;
 using at::Scalar;
 using at::Tensor;
 
-// functional, in-place and out= forms of a unary op computed by `fn`
-#define TPJ_SPECIAL_UNARY(aten, fn)                                                       \
-  m.impl(aten, [](const Tensor& a) { return fn(a); });                                    \
-  m.impl(aten "_", [](Tensor& a) -> Tensor& {                                             \
-    tp::check_no_overlap(a, {});                                                          \
-    tp::assign_result(a, fn(a), "aten::" aten "_");                                       \
-    return a;                                                                             \
-  });                                                                                     \
-  TPJ_SPECIAL_OUT(aten, fn)
-
-#define TPJ_SPECIAL_OUT(aten, fn)                                                         \
-  m.impl(aten ".out", [](const Tensor& a, Tensor& o) -> Tensor& {                         \
-    tp::check_no_overlap(o, {&a});                                                        \
-    return tp::out_result(o, fn(a), "aten::" aten);                                       \
-  });
-
-// functional, out= and (with_inplace) in-place forms of a binary op
-#define TPJ_SPECIAL_BINARY(aten, fn)                                                      \
-  m.impl(aten, [](const Tensor& a, const Tensor& b) { return fn(a, b); });                \
-  m.impl(aten ".out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {        \
-    tp::check_no_overlap(o, {&a, &b});                                                    \
-    return tp::out_result(o, fn(a, b), "aten::" aten);                                    \
-  });
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  TPJ_SPECIAL_UNARY("lgamma", tp::lgamma)
-  TPJ_SPECIAL_UNARY("digamma", tp::digamma)
-  TPJ_SPECIAL_UNARY("i0", tp::i0)
-  TPJ_SPECIAL_UNARY("sinc", tp::sinc)
-  TPJ_SPECIAL_OUT("special_entr", tp::entr)
+  TPJ_FORMS_UNARY("lgamma", tp::lgamma)
+  TPJ_FORMS_UNARY("digamma", tp::digamma)
+  TPJ_FORMS_UNARY("i0", tp::i0)
+  TPJ_FORMS_UNARY("sinc", tp::sinc)
+  TPJ_FORMS_UNARY_OUT("special_entr", tp::entr)
   m.impl("special_entr", TORCH_FN(tp::entr));
-  TPJ_SPECIAL_OUT("special_i0e", tp::i0e)
+  TPJ_FORMS_UNARY_OUT("special_i0e", tp::i0e)
   m.impl("special_i0e", TORCH_FN(tp::i0e));
-  TPJ_SPECIAL_OUT("special_i1", tp::i1)
+  TPJ_FORMS_UNARY_OUT("special_i1", tp::i1)
   m.impl("special_i1", TORCH_FN(tp::i1));
-  TPJ_SPECIAL_OUT("special_modified_bessel_i0", tp::mbi0)
+  TPJ_FORMS_UNARY_OUT("special_modified_bessel_i0", tp::mbi0)
   m.impl("special_modified_bessel_i0", TORCH_FN(tp::mbi0));
-  TPJ_SPECIAL_OUT("special_modified_bessel_i1", tp::mbi1)
+  TPJ_FORMS_UNARY_OUT("special_modified_bessel_i1", tp::mbi1)
   m.impl("special_modified_bessel_i1", TORCH_FN(tp::mbi1));
-  TPJ_SPECIAL_OUT("special_ndtri", tp::ndtri)
+  TPJ_FORMS_UNARY_OUT("special_ndtri", tp::ndtri)
   m.impl("special_ndtri", TORCH_FN(tp::ndtri));
-  TPJ_SPECIAL_OUT("special_bessel_j0", tp::bessel_j0)
+  TPJ_FORMS_UNARY_OUT("special_bessel_j0", tp::bessel_j0)
   m.impl("special_bessel_j0", TORCH_FN(tp::bessel_j0));
-  TPJ_SPECIAL_OUT("special_bessel_j1", tp::bessel_j1)
+  TPJ_FORMS_UNARY_OUT("special_bessel_j1", tp::bessel_j1)
   m.impl("special_bessel_j1", TORCH_FN(tp::bessel_j1));
-  TPJ_SPECIAL_OUT("special_bessel_y0", tp::bessel_y0)
+  TPJ_FORMS_UNARY_OUT("special_bessel_y0", tp::bessel_y0)
   m.impl("special_bessel_y0", TORCH_FN(tp::bessel_y0));
-  TPJ_SPECIAL_OUT("special_bessel_y1", tp::bessel_y1)
+  TPJ_FORMS_UNARY_OUT("special_bessel_y1", tp::bessel_y1)
   m.impl("special_bessel_y1", TORCH_FN(tp::bessel_y1));
-  TPJ_SPECIAL_OUT("special_spherical_bessel_j0", tp::spherical_bessel_j0)
+  TPJ_FORMS_UNARY_OUT("special_spherical_bessel_j0", tp::spherical_bessel_j0)
   m.impl("special_spherical_bessel_j0", TORCH_FN(tp::spherical_bessel_j0));
-  TPJ_SPECIAL_OUT("special_modified_bessel_k0", tp::modified_bessel_k0)
+  TPJ_FORMS_UNARY_OUT("special_modified_bessel_k0", tp::modified_bessel_k0)
   m.impl("special_modified_bessel_k0", TORCH_FN(tp::modified_bessel_k0));
-  TPJ_SPECIAL_OUT("special_modified_bessel_k1", tp::modified_bessel_k1)
+  TPJ_FORMS_UNARY_OUT("special_modified_bessel_k1", tp::modified_bessel_k1)
   m.impl("special_modified_bessel_k1", TORCH_FN(tp::modified_bessel_k1));
-  TPJ_SPECIAL_OUT("special_scaled_modified_bessel_k0", tp::scaled_modified_bessel_k0)
+  TPJ_FORMS_UNARY_OUT("special_scaled_modified_bessel_k0", tp::scaled_modified_bessel_k0)
   m.impl("special_scaled_modified_bessel_k0", TORCH_FN(tp::scaled_modified_bessel_k0));
-  TPJ_SPECIAL_OUT("special_scaled_modified_bessel_k1", tp::scaled_modified_bessel_k1)
+  TPJ_FORMS_UNARY_OUT("special_scaled_modified_bessel_k1", tp::scaled_modified_bessel_k1)
   m.impl("special_scaled_modified_bessel_k1", TORCH_FN(tp::scaled_modified_bessel_k1));
-  TPJ_SPECIAL_OUT("special_airy_ai", tp::airy_ai)
+  TPJ_FORMS_UNARY_OUT("special_airy_ai", tp::airy_ai)
   m.impl("special_airy_ai", TORCH_FN(tp::airy_ai));
-  TPJ_SPECIAL_OUT("special_erfcx", tp::erfcx)
+  TPJ_FORMS_UNARY_OUT("special_erfcx", tp::erfcx)
   m.impl("special_erfcx", TORCH_FN(tp::erfcx));
-  TPJ_SPECIAL_OUT("special_log_ndtr", tp::log_ndtr)
+  TPJ_FORMS_UNARY_OUT("special_log_ndtr", tp::log_ndtr)
   m.impl("special_log_ndtr", TORCH_FN(tp::log_ndtr));
-  TPJ_SPECIAL_OUT("special_i1e", tp::i1e)
+  TPJ_FORMS_UNARY_OUT("special_i1e", tp::i1e)
   m.impl("special_i1e", TORCH_FN(tp::i1e));
   m.impl("polygamma", TORCH_FN(tp::polygamma));
   m.impl("polygamma.out", [](int64_t n, const Tensor& a, Tensor& o) -> Tensor& {
@@ -249,21 +226,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     tp::check_no_overlap(o, {&a});
     return tp::out_result(o, at::mvlgamma(a, p), "aten::mvlgamma");
   });
-  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_t", tp::chebyshev_polynomial_t)
-  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_u", tp::chebyshev_polynomial_u)
-  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_v", tp::chebyshev_polynomial_v)
-  TPJ_SPECIAL_BINARY("special_chebyshev_polynomial_w", tp::chebyshev_polynomial_w)
-  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_t", tp::shifted_chebyshev_polynomial_t)
-  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_u", tp::shifted_chebyshev_polynomial_u)
-  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_v", tp::shifted_chebyshev_polynomial_v)
-  TPJ_SPECIAL_BINARY("special_shifted_chebyshev_polynomial_w", tp::shifted_chebyshev_polynomial_w)
-  TPJ_SPECIAL_BINARY("special_hermite_polynomial_h", tp::hermite_polynomial_h)
-  TPJ_SPECIAL_BINARY("special_hermite_polynomial_he", tp::hermite_polynomial_he)
-  TPJ_SPECIAL_BINARY("special_laguerre_polynomial_l", tp::laguerre_polynomial_l)
-  TPJ_SPECIAL_BINARY("special_legendre_polynomial_p", tp::legendre_polynomial_p)
-  TPJ_SPECIAL_BINARY("special_zeta", tp::zeta)
-  TPJ_SPECIAL_BINARY("special_xlog1py", tp::xlog1py)
-  TPJ_SPECIAL_BINARY("nextafter", tp::nextafter)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_chebyshev_polynomial_t", tp::chebyshev_polynomial_t)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_chebyshev_polynomial_u", tp::chebyshev_polynomial_u)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_chebyshev_polynomial_v", tp::chebyshev_polynomial_v)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_chebyshev_polynomial_w", tp::chebyshev_polynomial_w)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_shifted_chebyshev_polynomial_t", tp::shifted_chebyshev_polynomial_t)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_shifted_chebyshev_polynomial_u", tp::shifted_chebyshev_polynomial_u)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_shifted_chebyshev_polynomial_v", tp::shifted_chebyshev_polynomial_v)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_shifted_chebyshev_polynomial_w", tp::shifted_chebyshev_polynomial_w)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_hermite_polynomial_h", tp::hermite_polynomial_h)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_hermite_polynomial_he", tp::hermite_polynomial_he)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_laguerre_polynomial_l", tp::laguerre_polynomial_l)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_legendre_polynomial_p", tp::legendre_polynomial_p)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_zeta", tp::zeta)
+  TPJ_FORMS_BINARY_NO_INPLACE("special_xlog1py", tp::xlog1py)
+  TPJ_FORMS_BINARY_NO_INPLACE("nextafter", tp::nextafter)
   m.impl("nextafter_", [](Tensor& a, const Tensor& b) -> Tensor& {
     tp::check_no_overlap(a, {&b});
     tp::assign_result(a, tp::nextafter(a, b), "aten::nextafter_");

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common.h"
+#include "storage_dtypes.h"
 
 namespace torch_pjrt {
 
@@ -26,6 +27,13 @@ tpj_dtype_t to_tpj_dtype(at::ScalarType t) {
     case at::kDouble: return TPJ_F64;
     case at::kComplexFloat: return TPJ_C64;
     case at::kComplexDouble: return TPJ_C128;
+    // Storage only (storage_dtypes.cpp): held and moved, computed on the CPU.
+    case at::kUInt16: return TPJ_U16;
+    case at::kUInt32: return TPJ_U32;
+    case at::kUInt64: return TPJ_U64;
+    // XLA has no complex32: its 4 bytes per element live in a u32 buffer
+    // (same element size, so views keep their sizes, strides and offsets).
+    case at::kComplexHalf: return TPJ_U32;
     default: return TPJ_DTYPE_INVALID;
   }
 }
@@ -285,6 +293,7 @@ void write_view(const at::Tensor& dst, const at::Scalar& value) {
 
 void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
             c10::ArrayRef<at::Tensor> outs) {
+  check_storage_only(op, a, outs);
   TORCH_INTERNAL_ASSERT(outs.size() <= TPJ_OP_MAX_OUT, op, ": too many outputs");
   tpj_rt_shape_t shapes[TPJ_OP_MAX_OUT];
   tpj_rt_buffer_t* results[TPJ_OP_MAX_OUT] = {};
@@ -305,9 +314,7 @@ void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
 
 at::Tensor new_output(at::IntArrayRef sizes, at::ScalarType dtype, c10::Device device) {
   c10::DeviceGuard guard(device);
-  return at::detail::empty_generic(sizes, allocator(),
-                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype,
-                                   std::nullopt);
+  return at::detail::empty_generic(sizes, allocator(), tpu_key_set(dtype), dtype, std::nullopt);
 }
 
 void warn_disk_cache_once() {

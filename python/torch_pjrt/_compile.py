@@ -96,16 +96,18 @@ def _describe(node: torch.fx.Node) -> str:
 class _Traced(torch.nn.Module):
     """Runs a graph module as captured executables, one per input signature."""
 
-    def __init__(self, gm: torch.fx.GraphModule):
+    def __init__(self, gm: torch.fx.GraphModule, consume: tuple = ()):
         super().__init__()
         self.gm = gm
-        self.graphs: dict[str, Any] = {}
+        self.graphs: dict[tuple, Any] = {}
         self.eager_reason: str | None = None
+        # Argument positions a consuming call may take (see _consuming).
+        self.consume = list(consume)
 
-    def _key(self, args) -> str:
-        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
-        others = tuple(repr(a) for a in args if not isinstance(a, torch.Tensor))
-        return _C._graph_key(tensors) + repr(others)
+    @staticmethod
+    def _key(args, tensors) -> tuple:
+        others = tuple([repr(a) for a, t in zip(args, tensors) if t is None])
+        return _C._graph_key(tensors), others
 
     def _trace(self, args):
         tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
@@ -130,15 +132,22 @@ class _Traced(torch.nn.Module):
                 if i not in passthrough:
                     _C._trace_abort()
                     raise RuntimeError("a graph output is a CPU tensor computed in the graph")
-        graph = _C._trace_end(len(args), [flat[i] for i in tensor_pos])
+        graph = _C._trace_end(len(args), [flat[i] for i in tensor_pos], self.consume)
         template = [None if isinstance(o, torch.Tensor) else o for o in flat]
         _STATS["graph_traces"] += 1
         return graph, tensor_pos, passthrough, template, isinstance(outs, (list, tuple))
 
     def forward(self, *args):
+        return self.call(list(args), False)
+
+    def call(self, args: list, consume: bool):
+        """Runs the graph on args; with consume, empties args and lets the
+        launch take the arguments in self.consume (their last use)."""
         if self.eager_reason is not None:
             return self.gm(*args)
-        key = self._key(args)
+        Tensor = torch.Tensor
+        tensors = [a if isinstance(a, Tensor) else None for a in args]
+        key = self._key(args, tensors)
         entry = self.graphs.get(key)
         if entry is None:
             try:
@@ -153,14 +162,34 @@ class _Traced(torch.nn.Module):
                 return self.gm(*args)
             self.graphs[key] = entry
         graph, tensor_pos, passthrough, template, is_seq = entry
-        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
-        results = graph.run(tensors)
         flat = list(template)
-        for i, r in zip(tensor_pos, results):
-            flat[i] = r
         for i, j in passthrough.items():
             flat[i] = args[j]
+        if consume and self.consume:
+            args.clear()
+            results = graph.run_consuming(tensors, self.consume)  # empties tensors
+        else:
+            results = graph.run(tensors)
+        for i, r in zip(tensor_pos, results):
+            flat[i] = r
         return tuple(flat) if is_seq else flat[0]
+
+
+def _consuming(runner: _Traced) -> Callable:
+    """The boxed backward runner: AOTAutograd hands it its argument list to
+    keep (steal_args) after clearing the autograd context's saved tensors,
+    and names the saved activations no output aliases (bw_donated_idxs).
+    Taking them lets each be freed when the backward launches instead of
+    when it returns, so a compiled step's peak holds activations or new
+    gradients, not both. With retain_graph (or create_graph) the saved
+    tensors stay in the context and are read again: nothing is taken."""
+    keep_graph = torch._C._autograd._get_current_graph_task_keep_graph
+
+    def run(args: list):
+        return runner.call(args, not keep_graph())
+
+    run._boxed_call = True  # an attribute of the function: wrappers copy it
+    return run
 
 
 def _on_cpu(node: torch.fx.Node) -> bool:
@@ -250,9 +279,7 @@ def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
 _WARNED_DYNAMIC = False
 
 
-def _compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
-    from torch._functorch.aot_autograd import make_boxed_func
-
+def _runner(gm: torch.fx.GraphModule, example_inputs) -> torch.nn.Module:
     global _WARNED_DYNAMIC
     if not _WARNED_DYNAMIC and any(isinstance(a, torch.SymInt) for a in example_inputs):
         _WARNED_DYNAMIC = True
@@ -260,8 +287,44 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
                       "each new shape is captured and compiled once (results stay correct; "
                       "see torch_pjrt.bucket_size for bounding the number of shapes)")
 
-    runner = _partition(gm)
-    return make_boxed_func(runner)
+    return _partition(gm)
+
+
+def _boxed(runner: torch.nn.Module) -> Callable:
+    """AOTAutograd's boxed calling convention (one list argument); a whole
+    graph is called without nn.Module's per-call hook machinery."""
+    if isinstance(runner, _Traced):
+        def run(args: list):
+            return runner.call(args, False)
+    else:
+        def run(args: list):
+            return runner(*args)
+    run._boxed_call = True  # an attribute of the function: wrappers copy it
+    return run
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
+    return _boxed(_runner(gm, example_inputs))
+
+
+def _bw_donated_idxs() -> list:
+    """The backward's arguments that are saved activations aliasing no input
+    or output of either graph (AOTAutograd's bw_donated_idxs; empty when the
+    backward may run twice, under retain_graph)."""
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    return list(getattr(meta, "bw_donated_idxs", None) or ())
+
+
+def _compile_backward(gm: torch.fx.GraphModule, example_inputs) -> Callable:
+    donated = _bw_donated_idxs()
+    runner = _runner(gm, example_inputs)
+    if not donated or not isinstance(runner, _Traced):
+        return _boxed(runner)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    runner.consume = [i for i in donated if i < len(placeholders)
+                      and isinstance(placeholders[i].meta.get("val"), torch.Tensor)]
+    return _consuming(runner)
 
 
 def _decompositions() -> dict:
@@ -286,7 +349,7 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     # recomputing cheap pointwise ops inside it (fused in the same
     # executable), so a compiled step holds less memory at its peak than
     # the default partitioner's save-everything choice.
-    backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
+    backend = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_backward,
                            partition_fn=min_cut_rematerialization_partition,
                            decompositions=_decompositions(),
                            keep_inference_input_mutations=True)

@@ -20,6 +20,9 @@ static const tpj_dtype_info_t kInfo[TPJ_DTYPE_COUNT] = {
     [TPJ_F64] = {8, "f64", "float64"},
     [TPJ_C64] = {8, "complex<f32>", "complex64"},
     [TPJ_C128] = {16, "complex<f64>", "complex128"},
+    [TPJ_U16] = {2, "ui16", "uint16"},
+    [TPJ_U32] = {4, "ui32", "uint32"},
+    [TPJ_U64] = {8, "ui64", "uint64"},
 };
 
 static const tpj_dtype_info_t* tpj_dtype_info(tpj_dtype_t dt) {
@@ -36,3 +39,4 @@ int tpj_dtype_is_float(tpj_dtype_t dt) {
 }
 int tpj_dtype_is_complex(tpj_dtype_t dt) { return dt == TPJ_C64 || dt == TPJ_C128; }
 int tpj_dtype_is_int(tpj_dtype_t dt) { return dt >= TPJ_U8 && dt <= TPJ_I64; }
+int tpj_dtype_is_storage_only(tpj_dtype_t dt) { return dt >= TPJ_U16 && dt <= TPJ_U64; }

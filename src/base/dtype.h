@@ -24,6 +24,12 @@ typedef enum {
   TPJ_F64,
   TPJ_C64,
   TPJ_C128,
+  /* PyTorch's "limited support" unsigned types: held and moved on the device
+   * (copies, views, fill); the glue sends every computation on them to the
+   * CPU kernel, so no lowering written for the types above meets them. */
+  TPJ_U16,
+  TPJ_U32,
+  TPJ_U64,
   TPJ_DTYPE_COUNT
 } tpj_dtype_t;
 
@@ -35,7 +41,11 @@ const char* tpj_dtype_hlo_name(tpj_dtype_t dt);
 const char* tpj_dtype_name(tpj_dtype_t dt);
 int tpj_dtype_is_float(tpj_dtype_t dt);   /* f16, bf16, f32, f64 */
 int tpj_dtype_is_complex(tpj_dtype_t dt);
-int tpj_dtype_is_int(tpj_dtype_t dt);     /* u8..i64, not bool */
+/* u8..i64, not bool: the integer types the lowerings compute in. u16, u32
+ * and u64 are not among them (storage only, see above). */
+int tpj_dtype_is_int(tpj_dtype_t dt);
+/* u16, u32, u64: bytes the device holds and moves but never computes on. */
+int tpj_dtype_is_storage_only(tpj_dtype_t dt);
 
 #ifdef __cplusplus
 }

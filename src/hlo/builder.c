@@ -591,11 +591,16 @@ tpj_hlo_value_t tpj_hlo_emit_update_slice(tpj_hlo_builder_t* b, tpj_hlo_value_t 
   }
   tpj_hlo_value_t idx[TPJ_MAX_DIMS];
   for (int i = 0; i < x.ndim; ++i) idx[i] = tpj_hlo_emit_const_i64(b, start[i]);
+  return tpj_hlo_dus_op(b, x, update, idx);
+}
+
+tpj_hlo_value_t tpj_hlo_dus_op(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t update,
+                               const tpj_hlo_value_t* starts) {
   tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
   const tpj_hlo_value_t* ops[TPJ_MAX_DIMS + 2];
   ops[0] = &x;
   ops[1] = &update;
-  for (int i = 0; i < x.ndim; ++i) ops[2 + i] = &idx[i];
+  for (int i = 0; i < x.ndim; ++i) ops[2 + i] = &starts[i];
   tpj_hlo_begin_op(b, &r, "stablehlo.dynamic_update_slice", ops, 2 + x.ndim);
   tpj_hlo_end_op(b, &r, ops, 2 + x.ndim);
   return r;

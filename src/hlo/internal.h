@@ -33,6 +33,10 @@ void tpj_hlo_begin_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r, const char
                       const tpj_hlo_value_t* const* ops, int nops);
 void tpj_hlo_end_op(tpj_hlo_builder_t* b, const tpj_hlo_value_t* r,
                     const tpj_hlo_value_t* const* ops, int nops);
+/* stablehlo.dynamic_update_slice of upd into x at the i64 0-d starts (one per
+ * dim of x); the caller has checked dtypes, ranks and bounds. */
+tpj_hlo_value_t tpj_hlo_dus_op(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t upd,
+                               const tpj_hlo_value_t* starts);
 /* The one-block scalar region of reduce/scatter computing body(a, b)
  * ("stablehlo.add", ...), or returning b when body is NULL. */
 void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* body);

@@ -128,14 +128,7 @@ tpj_hlo_value_t tpj_hlo_emit_dynamic_update_slice(tpj_hlo_builder_t* b, tpj_hlo_
   for (int i = 0; i < x.ndim; ++i)
     if (upd.dims[i] > x.dims[i])
       return linalg_fail(b, "dynamic_update_slice: update larger than the operand");
-  tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
-  const tpj_hlo_value_t* ops[TPJ_MAX_DIMS + 2];
-  ops[0] = &x;
-  ops[1] = &upd;
-  for (int i = 0; i < x.ndim; ++i) ops[2 + i] = &starts[i];
-  tpj_hlo_begin_op(b, &r, "stablehlo.dynamic_update_slice", ops, 2 + x.ndim);
-  tpj_hlo_end_op(b, &r, ops, 2 + x.ndim);
-  return r;
+  return tpj_hlo_dus_op(b, x, upd, starts);
 }
 
 /* "^bb0(%vA: t, %vB: t):" with fresh values typed like w->init. */

@@ -9,6 +9,7 @@
  * and broadcast to the output's dims; the result is converted to the
  * output's dtype. */
 #include "ops/ops.h"
+#include "ops/sugar.h"
 
 static tpj_dtype_t tpj_math_cd(const tpj_op_ctx_t* ctx) {
   if (ctx->nattrs > 0 && ctx->attrs[0] > 0 && ctx->attrs[0] < TPJ_DTYPE_COUNT)
@@ -30,20 +31,13 @@ static tpj_hlo_value_t tpj_math_in(tpj_op_ctx_t* ctx, int i, tpj_dtype_t dt) {
 
 /* the constant v shaped like x */
 static tpj_hlo_value_t tpj_math_c(tpj_hlo_builder_t* b, tpj_hlo_value_t x, double v) {
-  return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, x.dtype, v), x.dims, x.ndim);
+  return tpj_ops_const_like(b, x, v);
 }
 
 static tpj_hlo_value_t tpj_math_done(tpj_op_ctx_t* ctx, tpj_hlo_value_t r) {
   return tpj_hlo_emit_convert(ctx->b, r, ctx->outs[0].dtype);
 }
 
-#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
-#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
-#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
-#define DIV(x, y) tpj_hlo_emit_binary(b, "stablehlo.divide", x, y)
-#define AND(x, y) tpj_hlo_emit_binary(b, "stablehlo.and", x, y)
-#define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
-#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
 
 /* ---- unary ops that are one (C)HLO op in the compute dtype ---- */
 

@@ -8,6 +8,7 @@
  * it and broadcast to the output's dims; the result is converted to the
  * output's dtype. */
 #include "ops/ops.h"
+#include "ops/sugar.h"
 
 static int tpj_misc_need(tpj_op_ctx_t* ctx, int nin, const char* op) {
   if (ctx->nin >= nin && ctx->nattrs >= 1 && ctx->nouts >= 1 && ctx->attrs[0] > 0 &&
@@ -24,20 +25,13 @@ static tpj_hlo_value_t tpj_misc_in(tpj_op_ctx_t* ctx, int i) {
 
 /* the constant v shaped like x */
 static tpj_hlo_value_t tpj_misc_c(tpj_hlo_builder_t* b, tpj_hlo_value_t x, double v) {
-  return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, x.dtype, v), x.dims, x.ndim);
+  return tpj_ops_const_like(b, x, v);
 }
 
 static tpj_hlo_value_t tpj_misc_done(tpj_op_ctx_t* ctx, tpj_hlo_value_t r) {
   return tpj_hlo_emit_convert(ctx->b, r, ctx->outs[0].dtype);
 }
 
-#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
-#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
-#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
-#define OR(x, y) tpj_hlo_emit_binary(b, "stablehlo.or", x, y)
-#define AND(x, y) tpj_hlo_emit_binary(b, "stablehlo.and", x, y)
-#define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
-#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
 #define UN(op, x) tpj_hlo_emit_unary(b, "stablehlo." op, x)
 #define ISNAN(x) CMP(x, x, "NE")
 

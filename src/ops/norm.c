@@ -6,11 +6,8 @@
  * glue writes back into the running buffers, exactly as CPU updates them in
  * place. */
 #include "ops/ops.h"
+#include "ops/sugar.h"
 
-#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
-#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
-#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
-#define DIV(x, y) tpj_hlo_emit_binary(b, "stablehlo.divide", x, y)
 
 static const tpj_hlo_value_t kNone = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}};
 

@@ -365,6 +365,15 @@ void tpj_lower_pdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_upsample_bicubic(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_upsample_bicubic_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* sampling (ops/sampling.c, ops/grid_sampler.c): antialiased resizing and
+ * the grid samplers */
+void tpj_lower_upsample_aa(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_upsample_aa_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_grid_sampler(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_grid_sampler_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* regularized incomplete gamma (ops/igamma.c) */
+void tpj_lower_igamma(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 
 #include "hlo/special.h"
 #include "ops/ops.h"
+#include "ops/sugar.h"
 
 typedef enum {
   TPJ_POLY_T, TPJ_POLY_U, TPJ_POLY_V, TPJ_POLY_W,
@@ -21,19 +22,11 @@ typedef enum {
   TPJ_POLY_COUNT
 } tpj_poly_kind_t;
 
-#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
-#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
-#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
-#define DIV(x, y) tpj_hlo_emit_binary(b, "stablehlo.divide", x, y)
-#define AND(x, y) tpj_hlo_emit_binary(b, "stablehlo.and", x, y)
-#define OR(x, y) tpj_hlo_emit_binary(b, "stablehlo.or", x, y)
-#define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
-#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
 #define U(op, x) tpj_hlo_emit_unary(b, op, x)
 #define C(x, v) tpj_poly_c(b, x, v)
 
 static tpj_hlo_value_t tpj_poly_c(tpj_hlo_builder_t* b, tpj_hlo_value_t x, double v) {
-  return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, x.dtype, v), x.dims, x.ndim);
+  return tpj_ops_const_like(b, x, v);
 }
 
 static int tpj_poly_is_cheb(int kind) { return kind <= TPJ_POLY_SW; }

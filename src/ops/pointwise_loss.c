@@ -7,13 +7,8 @@
  * formulas follow CPU's kernels branch for branch (which side x == beta
  * falls on, bce's log clamp at -100 and its 1e-12 floor in the backward). */
 #include "ops/ops.h"
+#include "ops/sugar.h"
 
-#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
-#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
-#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
-#define DIV(x, y) tpj_hlo_emit_binary(b, "stablehlo.divide", x, y)
-#define CMP(x, y, dir) tpj_hlo_emit_compare(b, x, y, dir)
-#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
 #define C(v) tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, L->cd, v), L->dims, L->ndim)
 
 typedef enum { TPJ_LOSS_MSE, TPJ_LOSS_SMOOTH_L1, TPJ_LOSS_HUBER, TPJ_LOSS_BCE } tpj_loss_kind_t;

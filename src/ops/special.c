@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "ops/ops.h"
+#include "ops/sugar.h"
 
 typedef struct {
   tpj_hlo_builder_t* b;
@@ -37,17 +38,9 @@ static tpj_hlo_value_t tpj_sp_in(tpj_op_ctx_t* ctx, const tpj_sp_t* s, int i) {
 
 /* the constant v in x's dtype and dims */
 static tpj_hlo_value_t tpj_sp_c(tpj_hlo_builder_t* b, tpj_hlo_value_t x, double v) {
-  return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, x.dtype, v), x.dims, x.ndim);
+  return tpj_ops_const_like(b, x, v);
 }
 
-#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
-#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
-#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
-#define DIV(x, y) tpj_hlo_emit_binary(b, "stablehlo.divide", x, y)
-#define OR(x, y) tpj_hlo_emit_binary(b, "stablehlo.or", x, y)
-#define AND(x, y) tpj_hlo_emit_binary(b, "stablehlo.and", x, y)
-#define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
-#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
 #define U(op, x) tpj_hlo_emit_unary(b, op, x)
 #define C(x, v) tpj_sp_c(b, x, v)
 

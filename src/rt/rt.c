@@ -59,6 +59,7 @@ struct tpj_rt {
   size_t npending, cap_pending;
   size_t prune_at;             /* npending at which the next launch prunes */
   tpj_status_t deferred;       /* first async failure seen while pruning */
+  char inject_op[64];          /* testing: the next completion of this op fails */
   int track_done;              /* marks are alive: launches get done times (callbacks) */
   int tracing;                 /* the profiler is recording launches (trace below) */
   struct tpj_rt_trace_entry* trace;
@@ -477,6 +478,9 @@ static PJRT_Buffer_Type tpj_rt_pjrt_type(tpj_dtype_t dt) {
     case TPJ_F64: return PJRT_Buffer_Type_F64;
     case TPJ_C64: return PJRT_Buffer_Type_C64;
     case TPJ_C128: return PJRT_Buffer_Type_C128;
+    case TPJ_U16: return PJRT_Buffer_Type_U16;
+    case TPJ_U32: return PJRT_Buffer_Type_U32;
+    case TPJ_U64: return PJRT_Buffer_Type_U64;
     default: return PJRT_Buffer_Type_INVALID;
   }
 }
@@ -621,6 +625,8 @@ size_t tpj_rt_buffer_nbytes(const tpj_rt_buffer_t* buf) {
   return (size_t)tpj_rt_buffer_numel(buf) * tpj_dtype_size(buf->dtype);
 }
 
+static tpj_status_t tpj_rt_await_matching(tpj_rt_t* rt, int device, int64_t stream);
+
 tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst,
                                    size_t nbytes) {
   size_t want = tpj_rt_buffer_nbytes(buf);
@@ -630,6 +636,10 @@ tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst
                            want);
   if (want == 0) return NULL;
   TPJ_RETURN_IF_ERROR(tpj_rt_check_real(buf, "copying to the host"));
+  /* A copy to the host waits for the work launched before it on the device,
+   * as CUDA's does on its stream; a failure there surfaces here, naming its op
+   * (the buffer's own error would only say "copying to the host"). */
+  TPJ_RETURN_IF_ERROR(tpj_rt_await_matching(rt, buf->device, -1));
   const PJRT_Api* api = rt->api;
   TPJ_ARGS(PJRT_Buffer_ToHostBuffer_Args, a);
   a.src = (PJRT_Buffer*)buf->pjrt;
@@ -900,8 +910,24 @@ static tpj_rt_done_t* tpj_rt_done_of_locked(tpj_rt_t* rt, tpj_rt_pending_t* p) {
 }
 
 /* Awaits and drops entry p; its failure becomes *first unless one is set. */
+/* The injected failure of tpj_rt_inject_async_error, once, when op matches.
+ * Called with rt->mu held. */
+static tpj_status_t tpj_rt_injected_locked(tpj_rt_t* rt, const char* op) {
+  if (!rt->inject_op[0] || strcmp(rt->inject_op, op ? op : "op") != 0) return NULL;
+  rt->inject_op[0] = 0;
+  return tpj_status_make(TPJ_INTERNAL, "%s: asynchronous execution failed (injected by "
+                         "tpj_rt_inject_async_error)", op);
+}
+
+void tpj_rt_inject_async_error(tpj_rt_t* rt, const char* op) {
+  pthread_mutex_lock(&rt->mu);
+  snprintf(rt->inject_op, sizeof(rt->inject_op), "%s", op ? op : "");
+  pthread_mutex_unlock(&rt->mu);
+}
+
 static void tpj_rt_retire(tpj_rt_t* rt, tpj_rt_pending_t* p, tpj_status_t* first) {
   tpj_status_t s = tpj_rt_event_await(rt->api, p->event, p->op);
+  if (!s) s = tpj_rt_injected_locked(rt, p->op);
   tpj_rt_done_set(p->done);
   tpj_rt_done_release(p->done);
   if (s && !*first) *first = s;
@@ -1062,6 +1088,11 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
     }
     if (rt->launch_blocking) {
       tpj_status_t w = tpj_rt_event_await(api, done[0], op_name);
+      if (!w) {
+        pthread_mutex_lock(&rt->mu);
+        w = tpj_rt_injected_locked(rt, op_name);
+        pthread_mutex_unlock(&rt->mu);
+      }
       if (!s) s = w; else tpj_status_free(w);
     } else if (done[0]) {
       tpj_status_t w = tpj_rt_remember(rt, done[0], device, t_stream[device], op_name,

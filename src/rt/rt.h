@@ -145,6 +145,10 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
  * first asynchronous failure since the last synchronize, naming its op. */
 tpj_status_t tpj_rt_synchronize(tpj_rt_t* rt, int device);
 void tpj_rt_set_launch_blocking(tpj_rt_t* rt, int on);
+/* Testing hook (the CPU plugin has no way to make an execution fail after
+ * its launch): the next completed execution named op reports a failure, as a
+ * failed PJRT completion event would, at the next wait. "" cancels. */
+void tpj_rt_inject_async_error(tpj_rt_t* rt, const char* op);
 
 #ifdef __cplusplus
 }

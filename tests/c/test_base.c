@@ -167,6 +167,8 @@ TPJ_TEST(base_dtype_sizes_and_names) {
       {TPJ_F32, 4, "f32", "float32"},       {TPJ_F64, 8, "f64", "float64"},
       {TPJ_C64, 8, "complex<f32>", "complex64"},
       {TPJ_C128, 16, "complex<f64>", "complex128"},
+      {TPJ_U16, 2, "ui16", "uint16"},       {TPJ_U32, 4, "ui32", "uint32"},
+      {TPJ_U64, 8, "ui64", "uint64"},
   };
   int n = (int)(sizeof(want) / sizeof(want[0]));
   /* every valid dtype is listed once */
@@ -197,10 +199,14 @@ TPJ_TEST(base_dtype_invalid_is_harmless) {
 TPJ_TEST(base_dtype_classes) {
   for (int d = TPJ_BOOL; d < TPJ_DTYPE_COUNT; ++d) {
     tpj_dtype_t dt = (tpj_dtype_t)d;
-    int classes = !!tpj_dtype_is_float(dt) + !!tpj_dtype_is_complex(dt) + !!tpj_dtype_is_int(dt);
+    int classes = !!tpj_dtype_is_float(dt) + !!tpj_dtype_is_complex(dt) + !!tpj_dtype_is_int(dt) +
+                  !!tpj_dtype_is_storage_only(dt);
     /* bool is in no class; everything else is in exactly one */
     TPJ_EXPECT(classes == (dt == TPJ_BOOL ? 0 : 1));
   }
+  /* the wide unsigned types are storage only: no lowering computes in them */
+  TPJ_EXPECT(tpj_dtype_is_storage_only(TPJ_U16) && tpj_dtype_is_storage_only(TPJ_U64));
+  TPJ_EXPECT(!tpj_dtype_is_int(TPJ_U32) && !tpj_dtype_is_storage_only(TPJ_U8));
   TPJ_EXPECT(tpj_dtype_is_float(TPJ_BF16) && tpj_dtype_is_float(TPJ_F16));
   TPJ_EXPECT(tpj_dtype_is_int(TPJ_U8) && tpj_dtype_is_int(TPJ_I64));
   TPJ_EXPECT(!tpj_dtype_is_int(TPJ_BOOL));

@@ -118,12 +118,16 @@ TPJ_TEST(rt_round_trip_every_dtype) {
   double f64[6] = {0.0, -0.0, 5e-324, 1.7e308, -1.5, 0.1};
   float c64[12] = {1, -2, 0.5f, 0.25f, -0.0f, 0, 3, 4, 1e30f, -1e-30f, 7, 8};
   double c128[12] = {1, -2, 0.5, 0.25, -0.0, 0, 3, 4, 1e300, -1e-300, 7, 8};
+  uint16_t u16[6] = {0, 1, 0x7fff, 0x8000, 0xfffe, 0xffff};
+  uint32_t u32[6] = {0, 1, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+  uint64_t u64[6] = {0, 1, 0x7fffffffffffffffull, 0x8000000000000000ull, ~1ull, ~0ull};
   const struct {
     tpj_dtype_t dt;
     const void* p;
   } cases[] = {{TPJ_BOOL, bools}, {TPJ_U8, u8},   {TPJ_I8, i8},     {TPJ_I16, i16},
                {TPJ_I32, i32},    {TPJ_I64, i64}, {TPJ_F16, f16},   {TPJ_BF16, bf16},
-               {TPJ_F32, f32},    {TPJ_F64, f64}, {TPJ_C64, c64},   {TPJ_C128, c128}};
+               {TPJ_F32, f32},    {TPJ_F64, f64}, {TPJ_C64, c64},   {TPJ_C128, c128},
+               {TPJ_U16, u16},    {TPJ_U32, u32}, {TPJ_U64, u64}};
   TPJ_EXPECT((int)(sizeof(cases) / sizeof(cases[0])) == TPJ_DTYPE_COUNT - 1);
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i)
     round_trip(tpj_failed_, cases[i].dt, d, 2, cases[i].p, (int)(i % 2));

@@ -16,62 +16,13 @@ pytestmark = pytest.mark.usefixtures("no_leaks")
 REFUSED = (NotImplementedError, RuntimeError)
 
 
-def _sparse_coo():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,))
-
-
 def _quantized():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.quantize_per_tensor(torch.tensor([0.5, -1.0]), 0.1, 0, torch.quint8)
 
 
-def test_sparse_coo_to_tpu():
-    s = _sparse_coo()
-    with pytest.raises(REFUSED) as ei:
-        s.to("tpu")
-    msg = str(ei.value)
-    assert "sparse" in msg.lower(), msg
-    assert "not supported on tpu" in msg, msg
-
-
-def test_sparse_csr_to_tpu():
-    # PyTorch assembles a CSR tensor from its dense parts without dispatching
-    # on the sparse key, so the conversion itself cannot be intercepted; every
-    # use of the result must refuse clearly (never a crash or a dispatcher dump).
-    s = torch.eye(3).to_sparse_csr()
-    with pytest.raises(REFUSED) as ei:
-        t = s.to("tpu")
-        repr(t)
-        t.cpu()
-    msg = str(ei.value)
-    assert "sparse" in msg.lower(), msg
-    assert "not supported on tpu" in msg, msg
-
-
-def test_sparse_creation_on_tpu():
-    with pytest.raises(REFUSED) as ei:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,), device="tpu")
-    msg = str(ei.value)
-    assert "sparse" in msg.lower(), msg
-    assert "not supported on tpu" in msg, msg
-
-
-def test_to_sparse_of_tpu_tensor():
-    with pytest.raises(REFUSED) as ei:
-        torch.eye(3, device="tpu").to_sparse()
-    msg = str(ei.value)
-    assert "sparse" in msg.lower(), msg
-    assert "not supported on tpu" in msg, msg
-
-
-def test_empty_with_sparse_layout():
-    with pytest.raises(NotImplementedError, match=r"(?i)sparse.*not supported on tpu"):
-        torch.empty(2, 2, layout=torch.sparse_coo, device="tpu")
+# Sparse tensors on tpu (COO, and CSR structure): tests/python/test_sparse.py.
 
 
 def test_quantized_to_tpu():
@@ -83,23 +34,21 @@ def test_quantized_to_tpu():
     assert "not supported on tpu" in msg, msg
 
 
-@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2, torch.uint16,
-                                   torch.uint32, torch.uint64, torch.complex32],
+# uint16/32/64 and complex32 are held on tpu (test_dtypes_storage.py).
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2],
                          ids=lambda d: str(d).replace("torch.", ""))
 def test_unsupported_dtype_empty(dtype):
-    name = {torch.float8_e4m3fn: "Float8_e4m3fn", torch.float8_e5m2: "Float8_e5m2",
-            torch.uint16: "UInt16", torch.uint32: "UInt32", torch.uint64: "UInt64",
-            torch.complex32: "ComplexHalf"}[dtype]
+    name = {torch.float8_e4m3fn: "Float8_e4m3fn", torch.float8_e5m2: "Float8_e5m2"}[dtype]
     with pytest.raises(NotImplementedError) as ei:
         torch.empty(2, dtype=dtype, device="tpu")
     msg = str(ei.value)
     assert name in msg and "not supported on tpu" in msg, msg
 
 
-@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.uint16],
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2],
                          ids=lambda d: str(d).replace("torch.", ""))
 def test_unsupported_dtype_transfer_and_conversion(dtype):
-    name = {torch.float8_e4m3fn: "Float8_e4m3fn", torch.uint16: "UInt16"}[dtype]
+    name = {torch.float8_e4m3fn: "Float8_e4m3fn", torch.float8_e5m2: "Float8_e5m2"}[dtype]
     with pytest.raises(NotImplementedError, match=f"{name}.*not supported on tpu"):
         torch.zeros(2, dtype=dtype).to("tpu")
     with pytest.raises(NotImplementedError, match=f"{name}.*not supported on tpu"):
@@ -141,7 +90,7 @@ def test_shape_mismatch_names_sizes():
 
 def test_errors_do_not_break_later_work():
     with pytest.raises(NotImplementedError):
-        torch.empty(2, dtype=torch.uint16, device="tpu")
+        torch.empty(2, dtype=torch.float8_e5m2, device="tpu")
     with pytest.raises(RuntimeError):
         torch.ones(3, device="tpu") + torch.ones(4, device="tpu")
     x = torch.arange(4.0).to("tpu")
@@ -153,11 +102,11 @@ def test_unsupported_tensors_in_subprocess_do_not_crash():
     code = ("import warnings, torch\n"
             "warnings.simplefilter('ignore')\n"
             "cases = {\n"
-            "  'sparse': lambda: torch.sparse_coo_tensor([[0]], [1.0], (2,)).to('tpu'),\n"
+            "  'sparse': lambda: torch.eye(2).to_sparse_csr().to('tpu').sin(),\n"
             "  'quantized': lambda: torch.quantize_per_tensor(torch.ones(2), 0.1, 0,"
             " torch.quint8).to('tpu'),\n"
             "  'f8': lambda: torch.zeros(2, dtype=torch.float8_e4m3fn).to('tpu'),\n"
-            "  'u16': lambda: torch.empty(2, dtype=torch.uint16, device='tpu'),\n"
+            "  'f8e5': lambda: torch.empty(2, dtype=torch.float8_e5m2, device='tpu'),\n"
             "}\n"
             "for k, f in cases.items():\n"
             "    try:\n"
@@ -169,5 +118,5 @@ def test_unsupported_tensors_in_subprocess_do_not_crash():
     r = run_python(code)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
-    assert [ln.split()[0] for ln in lines] == ["sparse", "quantized", "f8", "u16"], r.stdout
+    assert [ln.split()[0] for ln in lines] == ["sparse", "quantized", "f8", "f8e5"], r.stdout
     assert all(" raised " in ln for ln in lines), r.stdout

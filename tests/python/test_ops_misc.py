@@ -139,10 +139,11 @@ def test_complex_and_polar():
         out = torch.empty(3, 4, dtype=torch.complex64, device=DEV)
         torch.complex(t(re), t(im), out=out)
         check(out, torch.complex(re, im))
-    # complex32 has no tpu dtype
+    # complex32 is held on tpu but computed by CPU's kernel (test_dtypes_storage.py)
     h = re.half()
-    with pytest.raises(NotImplementedError, match="ComplexHalf"):
-        torch.complex(t(h), t(h))
+    c = torch.complex(t(h), t(h))
+    assert c.dtype == torch.complex32 and c.device.type == DEV
+    assert torch.equal(c.cpu().view(torch.int32), torch.complex(h, h).view(torch.int32))
     same_error(torch.polar, (h, h), NotImplementedError)
 
 

@@ -400,6 +400,20 @@ def test_activation_noncontiguous_nan_and_inplace():
     _native()
 
 
+def test_silu_takes_complex_like_cpu():
+    # CPU's silu computes x / (1 + exp(-x)) for complex inputs too (forward only).
+    torch_pjrt.reset_fallbacks()
+    for dt, tol in ((torch.complex64, 1e-5), (torch.complex128, 1e-12)):
+        x = torch.randn(4, 6, dtype=dt) * 3
+        torch.testing.assert_close(F.silu(x.to("tpu")).cpu(), F.silu(x), atol=tol, rtol=tol)
+        xt = x.to("tpu")
+        F.silu(xt[:, 1:4], inplace=True)
+        xc = x.clone()
+        F.silu(xc[:, 1:4], inplace=True)
+        torch.testing.assert_close(xt.cpu(), xc, atol=tol, rtol=tol)
+    _native()
+
+
 def test_activation_errors_match_cpu():
     for dev in ("cpu", "tpu"):
         i = torch.arange(4).to(dev)

@@ -205,18 +205,19 @@ def test_argument_errors_come_from_the_op():
 
 
 def test_non_native_functional_still_falls_back(monkeypatch):
-    # igamma has no tpu lowering: its out= form must keep the CPU fallback
+    # SVD stays on the CPU by design: its out= form must keep the CPU fallback
     x = rand(6).abs() + 1
-    a = rand(6).abs() + 0.5
+    m = rand(6).reshape(3, 2)
     native()
     out = torch.empty(6, device=DEV)
-    torch.igamma(a.to(DEV), x.to(DEV), out=out)
-    torch.testing.assert_close(out.cpu(), torch.igamma(a, x))
+    sv = torch.empty(2, device=DEV)
+    torch.linalg.svdvals(m.to(DEV), out=sv)
+    torch.testing.assert_close(sv.cpu(), torch.linalg.svdvals(m))
     torch.tpu.synchronize()
-    assert any("igamma" in k for k in torch_pjrt.fallbacks()), torch_pjrt.fallbacks()
+    assert any("svd" in k for k in torch_pjrt.fallbacks()), torch_pjrt.fallbacks()
     # ... and TORCH_PJRT_FALLBACK=error refuses it, but not a native out= form.
     monkeypatch.setenv("TORCH_PJRT_FALLBACK", "error")
     with pytest.raises(NotImplementedError, match="has no tpu lowering"):
-        torch.igamma(a.to(DEV), x.to(DEV), out=out)
+        torch.linalg.svdvals(m.to(DEV), out=sv)
     torch.pow(x.to(DEV), 2, out=out)
     torch.testing.assert_close(out.cpu(), x.pow(2))

@@ -467,6 +467,14 @@ def test_complex_view_as_real():
     assert_bitwise_equal(torch.view_as_real(t).cpu(), torch.view_as_real(x))
 
 
+def test_item_of_complex_written_through_view_as_real():
+    # The storage's buffer is then float32 (1, 2); item reads it back as one complex.
+    for shape in ((), (1,), (1, 1)):
+        t = torch.empty(shape, dtype=torch.complex64, device="tpu")
+        torch.view_as_real(t).copy_(torch.tensor([1.5, -2.0]).expand(*shape, 2))
+        assert t.item() == complex(1.5, -2.0)
+
+
 def test_real_and_imag_are_views():
     x = make(torch.complex64, (3, 4), seed=37, specials=False)
     t = x.to("tpu")
