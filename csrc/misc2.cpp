@@ -1,0 +1,272 @@
+// Kernel glue for src/ops/misc2.c: linalg_cross, nanmedian, mode,
+// unique_consecutive, glu (+ backward), _prelu_kernel (+ backward), gcd and
+// lcm. Shapes and dtypes come from the meta functions; where one refuses a
+// call, the op runs on CPU copies so the error raised is CPU's own.
+//
+// unique_consecutive's result size depends on the data: the run count is
+// computed on the device and read on the host (one wait, as nonzero does),
+// then a program of that size computes the values, inverse and counts.
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "common.h"
+
+namespace torch_pjrt {
+
+at::Tensor to_host(const at::Tensor& src);  // copy.cpp
+
+namespace {
+
+using at::Tensor;
+using Pair = std::tuple<Tensor, Tensor>;
+using PairRef = std::tuple<Tensor&, Tensor&>;
+
+// The meta call m(); when it refuses, CPU's kernel (cpu()) raises its own
+// error, or m's error is raised if CPU accepted the call.
+template <class M, class C>
+auto meta_or_cpu(M m, C cpu) -> decltype(m()) {
+  try {
+    return m();
+  } catch (const std::exception&) {
+    cpu();
+    throw;
+  }
+}
+
+// Runs op on the tensors ts (tpu, or CPU 0-d scalars) into new tensors
+// shaped like metas.
+std::vector<Tensor> run(const char* op, std::initializer_list<const Tensor*> ts,
+                        std::initializer_list<Tensor> metas, const std::vector<int64_t>& attrs) {
+  for (const Tensor* t : ts) check_supported(*t, op);
+  c10::Device dev = common_device(op, ts);
+  c10::DeviceGuard guard(dev);
+  std::vector<Tensor> outs;
+  bool empty = false;
+  for (const Tensor& m : metas) {
+    outs.push_back(at::empty(m.sizes(), m.options().device(dev)));
+    empty = empty || m.numel() == 0;
+  }
+  if (empty) return outs;
+  OpArgs a;
+  for (const Tensor* t : ts) add_operand(a, *t, dev.index());
+  run_op(op, dev.index(), a, attrs, outs);
+  return outs;
+}
+
+int64_t wrap(int64_t dim, const Tensor& self) {
+  return self.dim() == 0 ? 0 : c10::maybe_wrap_dim(dim, self.dim());
+}
+
+Tensor& put(Tensor& out, const Tensor& result, const char* op) {
+  at::native::resize_output(out, result.sizes());
+  assign_result(out, result, op);
+  return out;
+}
+
+PairRef put2(Tensor& o0, Tensor& o1, const Pair& r, const char* op) {
+  put(o0, std::get<0>(r), op);
+  put(o1, std::get<1>(r), op);
+  return {o0, o1};
+}
+
+// ---- linalg_cross -------------------------------------------------------------
+
+Tensor linalg_cross(const Tensor& self, const Tensor& other, int64_t dim) {
+  // The meta function promotes mixed dtypes; CPU's kernel refuses them.
+  if (self.scalar_type() != other.scalar_type())
+    at::linalg_cross(self.cpu(), other.cpu(), dim);
+  Tensor m = meta_or_cpu([&] { return at::linalg_cross(to_meta(self), to_meta(other), dim); },
+                         [&] { at::linalg_cross(self.cpu(), other.cpu(), dim); });
+  return run("aten::linalg_cross", {&self, &other}, {m}, {c10::maybe_wrap_dim(dim, m.dim())})[0];
+}
+
+// ---- nanmedian, mode ------------------------------------------------------------
+
+// The index CPU's nanmedian reports for a slice of n NaNs: its kernel runs
+// std::nth_element for position 0 with a comparator under which NaNs are
+// all equivalent, so the element that lands there depends on n alone. The
+// same call on n equivalent indices finds it.
+int64_t all_nan_index(int64_t n) {
+  if (n <= 0) return 0;
+  std::vector<int64_t> idx(n);
+  for (int64_t i = 0; i < n; i++) idx[i] = i;
+  std::nth_element(idx.begin(), idx.begin(), idx.end(), [](int64_t, int64_t) { return false; });
+  return idx[0];
+}
+
+Tensor nanmedian(const Tensor& self) {
+  Tensor m = meta_or_cpu([&] { return at::nanmedian(to_meta(self)); },
+                         [&] { at::nanmedian(self.cpu()); });
+  if (self.numel() == 0)  // CPU: NaN for an empty input
+    return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
+  return run("aten::nanmedian", {&self}, {m}, {-1, 0})[0];
+}
+
+Pair nanmedian_dim(const Tensor& self, int64_t dim, bool keepdim) {
+  Pair m = meta_or_cpu([&] { return at::nanmedian(to_meta(self), dim, keepdim); },
+                       [&] { at::nanmedian(self.cpu(), dim, keepdim); });
+  int64_t d = wrap(dim, self);
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0,
+                    "median(): Expected reduction dim ", d, " to have non-zero size.");
+  int64_t n = self.dim() == 0 ? 1 : self.size(d);
+  auto o = run("aten::nanmedian.dim", {&self}, {std::get<0>(m), std::get<1>(m)},
+               {d, all_nan_index(n)});
+  return {o[0], o[1]};
+}
+
+Pair mode(const Tensor& self, int64_t dim, bool keepdim) {
+  Pair m = meta_or_cpu([&] { return at::mode(to_meta(self), dim, keepdim); },
+                       [&] { at::mode(self.cpu(), dim, keepdim); });
+  int64_t d = wrap(dim, self);
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"mode_cpu\" not implemented for '",
+                              self.scalar_type(), "'");
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0,
+                    "mode(): Expected reduction dim ", d, " to have non-zero size.");
+  // CPU's index among equal values is where std::sort leaves them: for up
+  // to 16 elements an insertion sort (stable: the run's last element is
+  // its largest index, which the lowering returns), for more an introsort
+  // whose order no program here reproduces. Longer slices run CPU's kernel.
+  if (self.dim() > 0 && self.size(d) > 16) {
+    dtype_fallback("aten::mode", self.scalar_type());
+    auto r = at::mode(self.cpu(), dim, keepdim);
+    return {std::get<0>(r).to(self.device()), std::get<1>(r).to(self.device())};
+  }
+  auto o = run("aten::mode", {&self}, {std::get<0>(m), std::get<1>(m)}, {d});
+  return {o[0], o[1]};
+}
+
+// ---- unique_consecutive -----------------------------------------------------------
+
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool return_inverse,
+                                                      bool return_counts,
+                                                      std::optional<int64_t> dim) {
+  const char* op = "aten::unique_consecutive";
+  check_supported(self, op);
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"unique\" not implemented for '",
+                              self.scalar_type(), "'");
+  c10::DeviceGuard guard(self.device());
+  auto longs = self.options().dtype(at::kLong);
+  bool all = !dim.has_value() || self.dim() == 0;
+  int64_t d = all ? -1 : c10::maybe_wrap_dim(*dim, self.dim());
+  int64_t n = all ? self.numel() : self.size(d);
+  if (!all && n > 0 && self.numel() == 0)
+    TORCH_CHECK(false, "There are 0 sized dimensions, and they aren't selected, so unique cannot "
+                "be applied");
+  int64_t runs = 0;
+  if (n > 0) {
+    Tensor count = at::empty({}, longs);
+    OpArgs a;
+    a.tensor(self);
+    run_op("tpj::unique_consecutive_count", self.device().index(), a, {d}, {count});
+    runs = to_host(count).item<int64_t>();
+  }
+  std::vector<int64_t> vsizes = all ? std::vector<int64_t>{runs} : self.sizes().vec();
+  if (!all) vsizes[d] = runs;
+  Tensor values = at::empty(vsizes, self.options());
+  // With a dim, CPU returns the inverse and counts whether asked or not.
+  Tensor inverse = at::empty(all ? self.sizes() : at::IntArrayRef{n}, longs);
+  Tensor counts = at::empty({runs}, longs);
+  if (n > 0) {
+    OpArgs a;
+    a.tensor(self);
+    run_op(op, self.device().index(), a, {d, runs}, {values, inverse, counts});
+  }
+  if (all && !return_inverse) inverse = at::empty({0}, longs);
+  if (all && !return_counts) counts = at::empty({0}, longs);
+  return {values, inverse, counts};
+}
+
+// ---- glu, prelu ---------------------------------------------------------------------
+
+Tensor glu(const Tensor& self, int64_t dim) {
+  Tensor m = meta_or_cpu([&] { return at::glu(to_meta(self), dim); },
+                         [&] { at::glu(self.cpu(), dim); });
+  return run("aten::glu", {&self}, {m},
+             {to_tpj_dtype(accumulator(self.scalar_type())), wrap(dim, self)})[0];
+}
+
+Tensor glu_backward(const Tensor& grad, const Tensor& self, int64_t dim) {
+  Tensor m = meta_or_cpu([&] { return at::glu_backward(to_meta(grad), to_meta(self), dim); },
+                         [&] { at::glu_backward(grad.cpu(), self.cpu(), dim); });
+  return run("aten::glu_backward", {&grad, &self}, {m},
+             {to_tpj_dtype(accumulator(self.scalar_type())), wrap(dim, self)})[0];
+}
+
+Tensor prelu(const Tensor& self, const Tensor& weight) {
+  Tensor m = meta_or_cpu([&] { return at::_prelu_kernel(to_meta(self), to_meta(weight)); },
+                         [&] { at::_prelu_kernel(self.cpu(), weight.cpu()); });
+  return run("aten::_prelu_kernel", {&self, &weight}, {m}, {})[0];
+}
+
+Pair prelu_backward(const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  Pair m = meta_or_cpu(
+      [&] { return at::_prelu_kernel_backward(to_meta(grad), to_meta(self), to_meta(weight)); },
+      [&] { at::_prelu_kernel_backward(grad.cpu(), self.cpu(), weight.cpu()); });
+  auto o = run("aten::_prelu_kernel_backward", {&grad, &self, &weight},
+               {std::get<0>(m), std::get<1>(m)}, {});
+  return {o[0], o[1]};
+}
+
+// ---- gcd, lcm -------------------------------------------------------------------
+
+template <const char* kOp, const char* kKernel>
+Tensor gcd_like(const Tensor& a, const Tensor& b) {
+  at::ScalarType t = at::result_type(a, b);
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isIntegralType(t, /*includeBool=*/false), "\"", kKernel,
+                              "\" not implemented for '", t, "'");
+  Tensor m = at::empty(at::infer_size(a.sizes(), b.sizes()),
+                       at::TensorOptions().dtype(t).device(at::kMeta));
+  return run(kOp, {&a, &b}, {m}, {})[0];
+}
+
+constexpr char kGcd[] = "aten::gcd";
+constexpr char kGcdCpu[] = "gcd_cpu";
+constexpr char kLcm[] = "aten::lcm";
+constexpr char kLcmCpu[] = "lcm_cpu";
+
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+Tensor& inplace(Tensor& self, const Tensor& other) {
+  check_no_overlap(self, {&other});
+  assign_result(self, F(self, other), "in-place");
+  return self;
+}
+
+}  // namespace
+}  // namespace torch_pjrt
+
+// out= forms (linalg_cross.out, gcd.out, ...) need no entry: outform.cpp
+// serves them from these functional kernels.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  namespace tp = torch_pjrt;
+  using at::Tensor;
+  m.impl("linalg_cross", TORCH_FN(tp::linalg_cross));
+  m.impl("nanmedian", TORCH_FN(tp::nanmedian));
+  m.impl("nanmedian.dim", TORCH_FN(tp::nanmedian_dim));
+  m.impl("nanmedian.dim_values", [](const Tensor& s, int64_t dim, bool keepdim, Tensor& v,
+                                    Tensor& i) -> tp::PairRef {
+    return tp::put2(v, i, tp::nanmedian_dim(s, dim, keepdim), "aten::nanmedian");
+  });
+  m.impl("mode", TORCH_FN(tp::mode));
+  m.impl("mode.values", [](const Tensor& s, int64_t dim, bool keepdim, Tensor& v,
+                           Tensor& i) -> tp::PairRef {
+    return tp::put2(v, i, tp::mode(s, dim, keepdim), "aten::mode");
+  });
+  m.impl("unique_consecutive", TORCH_FN(tp::unique_consecutive));
+  m.impl("glu", TORCH_FN(tp::glu));
+  m.impl("glu_backward", TORCH_FN(tp::glu_backward));
+  m.impl("glu_backward.grad_input", [](const Tensor& g, const Tensor& s, int64_t dim,
+                                       Tensor& out) -> Tensor& {
+    return tp::put(out, tp::glu_backward(g, s, dim), "aten::glu_backward");
+  });
+  m.impl("_prelu_kernel", TORCH_FN(tp::prelu));
+  m.impl("_prelu_kernel_backward", TORCH_FN(tp::prelu_backward));
+  m.impl("gcd", TORCH_FN((tp::gcd_like<tp::kGcd, tp::kGcdCpu>)));
+  m.impl("gcd_", TORCH_FN((tp::inplace<tp::gcd_like<tp::kGcd, tp::kGcdCpu>>)));
+  m.impl("lcm", TORCH_FN((tp::gcd_like<tp::kLcm, tp::kLcmCpu>)));
+  m.impl("lcm_", TORCH_FN((tp::inplace<tp::gcd_like<tp::kLcm, tp::kLcmCpu>>)));
+}

@@ -1,0 +1,254 @@
+"""Odds and ends that used to fall back to the CPU (src/ops/misc2.c):
+linalg_cross / cross, nanmedian, mode, unique_consecutive, glu (+ backward),
+prelu (+ backward), gcd / lcm — against PyTorch's CPU kernels: float32 plus
+half, integer and bool inputs where the op takes them, NaN and -0.0
+specials, non-contiguous inputs, in-place and out= forms, autograd, CPU's
+errors, and that each ran natively."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_pjrt
+
+from conftest import assert_bitwise_equal, make
+from test_ops_stats import Native, check
+
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
+DEV = "tpu"
+NAN = float("nan")
+
+
+def t(x):
+    return x.to(DEV)
+
+
+def same_error(fn, cpu_args, exc=RuntimeError, match=None):
+    """fn raises the same type and first line on tpu as on CPU."""
+    with pytest.raises(exc, match=match) as cpu:
+        fn(*cpu_args)
+    with pytest.raises(exc, match=match) as tpu:
+        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+
+
+# ---- cross ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.complex64])
+def test_cross_matches_cpu(dtype):
+    a = make(dtype, (4, 3, 5), seed=1, specials=False)
+    b = make(dtype, (4, 3, 5), seed=2, specials=False)
+    with Native():
+        r = torch.linalg.cross(t(a), t(b), dim=1)
+        r2 = torch.cross(t(a).transpose(0, 2), t(b).transpose(0, 2), dim=1)  # non-contiguous
+    check(r, torch.linalg.cross(a, b, dim=1))
+    check(r2, torch.cross(a.transpose(0, 2), b.transpose(0, 2), dim=1))
+
+
+def test_cross_broadcast_out_and_grad():
+    a = torch.randn(2, 1, 3, requires_grad=True)
+    b = torch.randn(1, 4, 3, requires_grad=True)
+    ta, tb = t(a.detach()).requires_grad_(), t(b.detach()).requires_grad_()
+    g = torch.randn(2, 4, 3)
+    with Native():
+        r = torch.linalg.cross(ta, tb)
+        r.backward(t(g))
+        out = torch.empty(0, device=DEV)
+        torch.linalg.cross(ta.detach(), tb.detach(), out=out)
+    e = torch.linalg.cross(a, b)
+    e.backward(g)
+    check(r, e)
+    check(out, e.detach())
+    check(ta.grad, a.grad)
+    check(tb.grad, b.grad)
+
+
+def test_cross_errors():
+    same_error(torch.linalg.cross, [torch.zeros(3, 2), torch.zeros(3, 2)],
+               match="must have length 3")
+    same_error(torch.linalg.cross, [torch.zeros(3, 3), torch.zeros(3, 3, dtype=torch.int64)])
+
+
+# ---- nanmedian, mode -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+def test_nanmedian_matches_cpu(dtype):
+    x = make(dtype, (5, 7), seed=3)
+    if dtype.is_floating_point:
+        x[1] = NAN  # an all-NaN row: its first NaN
+        x[2, :5] = NAN  # more NaN than numbers
+    with Native():
+        v, i = torch.nanmedian(t(x), 1)
+        vk, ik = torch.nanmedian(t(x).t(), 0, keepdim=True)
+        whole = torch.nanmedian(t(x))
+    ev, ei = torch.nanmedian(x, 1)
+    assert_bitwise_equal(v.cpu(), ev)
+    assert torch.equal(i.cpu(), ei)
+    evk, eik = torch.nanmedian(x.t(), 0, keepdim=True)
+    assert_bitwise_equal(vk.cpu(), evk)
+    assert torch.equal(ik.cpu(), eik)
+    assert_bitwise_equal(whole.cpu(), torch.nanmedian(x))
+
+
+def test_nanmedian_out_grad_and_errors():
+    x = torch.tensor([[1.0, NAN, 3.0, -2.0], [NAN, 5.0, 0.5, 4.0]])
+    tx = t(x).requires_grad_()
+    xc = x.clone().requires_grad_()
+    with Native():
+        v, i = torch.nanmedian(tx, 1)
+        v.sum().backward()
+        ov, oi = torch.empty(0, device=DEV), torch.empty(0, device=DEV, dtype=torch.long)
+        torch.nanmedian(tx.detach(), 1, out=(ov, oi))
+        empty = torch.nanmedian(torch.empty(0, device=DEV))
+    ev, _ = torch.nanmedian(xc, 1)
+    ev.sum().backward()
+    check(v, ev.detach())
+    check(ov, ev.detach())
+    check(tx.grad, xc.grad)
+    assert torch.isnan(empty.cpu())
+    same_error(torch.nanmedian, [torch.zeros(2, 0), 1], exc=IndexError,
+               match="non-zero size")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_mode_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randint(0, 4, (6, 9), generator=g).to(dtype)  # many ties
+    with Native():
+        v, i = torch.mode(t(x), 1)
+        v0, i0 = torch.mode(t(x).t(), 0, keepdim=True)
+    ev, ei = torch.mode(x, 1)
+    assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+    ev0, ei0 = torch.mode(x.t(), 0, keepdim=True)
+    assert torch.equal(v0.cpu(), ev0) and torch.equal(i0.cpu(), ei0)
+
+
+def test_mode_long_slices_run_cpus_kernel():
+    # past 16 elements CPU's index among ties comes from an introsort: the
+    # call runs CPU's kernel and is counted
+    x = torch.randint(0, 3, (2, 40), generator=torch.Generator().manual_seed(1))
+    torch_pjrt.reset_fallbacks()
+    v, i = torch.mode(t(x), 1)
+    assert torch_pjrt.fallbacks() == {"aten::mode": 1}
+    ev, ei = torch.mode(x, 1)
+    assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+
+
+def test_mode_specials_grad_and_errors():
+    x = torch.tensor([[-0.0, 0.0, 2.0, 2.0, 1e-40], [3.0, 1.0, 3.0, 1.0, 5.0]])
+    tx = t(x).requires_grad_()
+    xc = x.clone().requires_grad_()
+    with Native():
+        v, i = torch.mode(tx, 1)
+        v.sum().backward()
+    ev, ei = torch.mode(xc, 1)
+    ev.sum().backward()
+    check(v, ev.detach())
+    assert torch.equal(i.cpu(), ei)
+    check(tx.grad, xc.grad)
+    same_error(torch.mode, [torch.zeros(2, 0), 1], exc=IndexError, match="non-zero size")
+    same_error(torch.mode, [torch.zeros(3, dtype=torch.complex64), 0], exc=NotImplementedError)
+
+
+# ---- unique_consecutive ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
+def test_unique_consecutive_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(0, 3, (4, 10), generator=g).to(dtype)
+    if dtype.is_floating_point:
+        x[0, :4] = torch.tensor([NAN, NAN, -0.0, 0.0])  # NaNs differ; zeros do not
+    with Native():
+        got = torch.unique_consecutive(t(x), return_inverse=True, return_counts=True)
+        plain = torch.unique_consecutive(t(x))
+        rows = torch.unique_consecutive(t(x).t(), return_inverse=True, return_counts=True, dim=0)
+        cols = torch.unique_consecutive(t(x), dim=1)
+    exp = torch.unique_consecutive(x, return_inverse=True, return_counts=True)
+    for a, e in zip(got, exp):
+        assert_bitwise_equal(a.cpu(), e)
+    assert_bitwise_equal(plain.cpu(), torch.unique_consecutive(x))
+    for a, e in zip(rows, torch.unique_consecutive(x.t(), return_inverse=True,
+                                                   return_counts=True, dim=0)):
+        assert_bitwise_equal(a.cpu(), e)
+    assert_bitwise_equal(cols.cpu(), torch.unique_consecutive(x, dim=1))
+
+
+def test_unique_consecutive_empty_and_errors():
+    for args in [(torch.zeros(0),), (torch.zeros(0, 3), 0)]:
+        dim = args[1] if len(args) > 1 else None
+        with Native():
+            got = torch.ops.aten.unique_consecutive(t(args[0]), True, True, dim)
+        for a, e in zip(got, torch.ops.aten.unique_consecutive(args[0], True, True, dim)):
+            assert a.shape == e.shape and a.dtype == e.dtype
+    same_error(lambda x: torch.unique_consecutive(x, dim=0), [torch.zeros(2, 0)],
+               match="0 sized dimensions")
+
+
+# ---- glu, prelu ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_glu_and_backward(dtype):
+    x = make(dtype, (3, 8, 2), seed=6, specials=False)
+    g = make(dtype, (3, 4, 2), seed=7, specials=False)
+    tx = t(x).requires_grad_()
+    xc = x.clone().requires_grad_()
+    with Native():
+        r = F.glu(tx, dim=1)
+        r.backward(t(g))
+        out = torch.empty(0, device=DEV, dtype=dtype)
+        torch._C._nn.glu(t(x).transpose(0, 2), 1, out=out)  # non-contiguous input
+    e = F.glu(xc, dim=1)
+    e.backward(g)
+    check(r, e.detach())
+    check(tx.grad, xc.grad)
+    check(out, torch._C._nn.glu(x.transpose(0, 2), 1))
+    same_error(F.glu, [torch.zeros(3)], match="Halving dimension must be even")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_prelu_and_backward(dtype):
+    x = make(dtype, (2, 3, 4), seed=8, specials=False)
+    w = torch.tensor([0.25, -0.5, 2.0], dtype=dtype)
+    tx, tw = t(x).requires_grad_(), t(w).requires_grad_()
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    with Native():
+        r = F.prelu(tx, tw)
+        r.sum().backward()
+    e = F.prelu(xc, wc)
+    e.sum().backward()
+    check(r, e.detach())
+    check(tx.grad, xc.grad)
+    check(tw.grad, wc.grad, dict(rtol=1e-2, atol=1e-2) if dtype == torch.float16 else None)
+
+
+# ---- gcd, lcm --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_gcd_lcm_match_cpu(dtype):
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(9)
+    a = torch.randint(max(info.min, -1000), min(info.max, 1000), (40,), generator=g).to(dtype)
+    b = torch.randint(max(info.min, -1000), min(info.max, 1000), (40,), generator=g).to(dtype)
+    # zeros, extremes, Fibonacci neighbours (Euclid's longest case)
+    a[:5] = torch.tensor([0, 0, info.min, info.max, 144 if info.max > 144 else 89]).to(dtype)
+    b[:5] = torch.tensor([0, 7, 6, info.max - 1, 89 if info.max > 144 else 55]).to(dtype)
+    if dtype == torch.int64:
+        a[5], b[5] = 7540113804746346429, 4660046610375530309  # F(92), F(91)
+    with Native():
+        r1 = torch.gcd(t(a), t(b))
+        r2 = torch.lcm(t(a), t(b))
+        x = t(a)
+        x.gcd_(t(b))
+        o = torch.empty(0, device=DEV, dtype=dtype)
+        torch.lcm(t(a), t(b), out=o)
+    assert torch.equal(r1.cpu(), torch.gcd(a, b))
+    assert torch.equal(r2.cpu(), torch.lcm(a, b))
+    assert torch.equal(x.cpu(), torch.gcd(a, b))
+    assert torch.equal(o.cpu(), torch.lcm(a, b))
+    same_error(torch.gcd, [torch.zeros(2), torch.zeros(2)], exc=NotImplementedError,
+               match="gcd_cpu")
