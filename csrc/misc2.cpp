@@ -1,7 +1,11 @@
 // Kernel glue for src/ops/misc2.c: linalg_cross, nanmedian, mode,
 // unique_consecutive, glu (+ backward), _prelu_kernel (+ backward), gcd and
-// lcm. Shapes and dtypes come from the meta functions; where one refuses a
+// lcm, tril/triu_indices, segment_reduce. Shapes and dtypes come from the meta functions; where one refuses a
 // call, the op runs on CPU copies so the error raised is CPU's own.
+//
+// tril/triu_indices count their pairs on the host (the sizes alone decide
+// it, as the meta function does); segment_reduce checks its lengths on the
+// host, as CPU's kernel does, before a native launch.
 //
 // unique_consecutive's result size depends on the data: the run count is
 // computed on the device and read on the host (one wait, as nonzero does),
@@ -236,6 +240,88 @@ Tensor& inplace(Tensor& self, const Tensor& other) {
   return self;
 }
 
+// ---- tril_indices, triu_indices ------------------------------------------------
+
+Tensor tri_indices(bool upper, int64_t row, int64_t col, int64_t offset,
+                   std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                   std::optional<at::Device> device, std::optional<bool> pin) {
+  const char* op = upper ? "aten::triu_indices" : "aten::tril_indices";
+  auto opts = at::TensorOptions().dtype(dtype).layout(layout).device(device).pinned_memory(pin);
+  auto call = [&](at::TensorOptions o) {
+    return upper ? at::triu_indices(row, col, offset, o) : at::tril_indices(row, col, offset, o);
+  };
+  Tensor m = meta_or_cpu([&] { return call(opts.device(at::kMeta).pinned_memory(std::nullopt)); },
+                         [&] { call(opts.device(at::kCPU)); });
+  TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() == at::kLong || m.scalar_type() == at::kInt, "\"",
+                              upper ? "triu_indices" : "tril_indices",
+                              "\" not implemented for '", m.scalar_type(), "'");
+  c10::Device dev = device.value_or(at::Device(at::kPrivateUse1, current_device()));
+  if (dev.index() < 0) dev = at::Device(at::kPrivateUse1, current_device());
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(m.sizes(), m.options().device(dev));
+  if (out.numel() == 0) return out;
+  OpArgs a;
+  run_op(op, dev.index(), a, {row, col, offset, upper}, {out});
+  return out;
+}
+
+// ---- segment_reduce ------------------------------------------------------------
+
+Tensor segment_reduce(const Tensor& data, c10::string_view reduce,
+                      const std::optional<Tensor>& lengths, const std::optional<Tensor>& indices,
+                      const std::optional<Tensor>& offsets, int64_t axis, bool unsafe,
+                      const std::optional<at::Scalar>& initial) {
+  const char* op = "aten::segment_reduce";
+  auto cpu_call = [&] {
+    auto c = [](const std::optional<Tensor>& t) {
+      return t ? std::optional<Tensor>(t->cpu()) : std::nullopt;
+    };
+    return at::segment_reduce(data.cpu(), reduce, c(lengths), c(indices), c(offsets), axis,
+                              unsafe, initial);
+  };
+  bool by_lengths = lengths.has_value() && lengths->defined();
+  bool by_offsets = offsets.has_value() && offsets->defined();
+  int64_t kind = reduce == "sum" ? 0 : reduce == "mean" ? 1 : reduce == "max" ? 2
+                 : reduce == "min" ? 3 : reduce == "prod" ? 4 : -1;
+  // Everything CPU refuses (a bad reduce, indices, integer data, bad
+  // lengths), it refuses with its own message.
+  bool refuse = kind < 0 || by_lengths == by_offsets || (indices && indices->defined()) ||
+                !at::isFloatingType(data.scalar_type());
+  const Tensor& seg = by_lengths ? *lengths : *offsets;
+  int64_t ax = 0;
+  if (!refuse) {
+    ax = c10::maybe_wrap_dim(axis, data.dim());
+    refuse = ax != seg.dim() - 1 || seg.dim() < 1 || seg.size(-1) < (by_offsets ? 1 : 0);
+    for (int64_t d = 0; !refuse && d < ax; d++) refuse = seg.size(d) != data.size(d);
+  }
+  if (!refuse && by_lengths && !unsafe) {
+    // CPU checks the lengths on the host; so does this (one wait).
+    Tensor l = to_host(seg);
+    refuse = (l < 0).any().item<bool>() || !(l.sum(-1) == data.size(ax)).all().item<bool>();
+  }
+  if (refuse) {  // CPU raises; should it accept the call, it runs there (counted)
+    Tensor r = cpu_call();
+    dtype_fallback(op, data.scalar_type());
+    return r.to(data.device());
+  }
+  std::vector<int64_t> sizes = data.sizes().vec();
+  sizes[ax] = seg.size(-1) - (by_offsets ? 1 : 0);
+  at::ScalarType compute = accumulator(data.scalar_type());
+  check_supported(data, op);
+  check_supported(seg, op);
+  c10::Device dev = common_device(op, {&data, &seg});
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(sizes, data.options().device(dev));
+  if (out.numel() == 0) return out;
+  OpArgs a;
+  add_operand(a, data, dev.index());
+  add_operand(a, seg, dev.index());
+  if (initial) a.scalar(*initial, compute, dev.index());
+  run_op(op, dev.index(), a,
+         {to_tpj_dtype(compute), kind, ax, by_lengths, initial.has_value()}, {out});
+  return out;
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -265,6 +351,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("_prelu_kernel", TORCH_FN(tp::prelu));
   m.impl("_prelu_kernel_backward", TORCH_FN(tp::prelu_backward));
+  m.impl("tril_indices", [](int64_t r, int64_t c, int64_t off, std::optional<at::ScalarType> dt,
+                            std::optional<at::Layout> l, std::optional<at::Device> d,
+                            std::optional<bool> p) {
+    return tp::tri_indices(false, r, c, off, dt, l, d, p);
+  });
+  m.impl("triu_indices", [](int64_t r, int64_t c, int64_t off, std::optional<at::ScalarType> dt,
+                            std::optional<at::Layout> l, std::optional<at::Device> d,
+                            std::optional<bool> p) {
+    return tp::tri_indices(true, r, c, off, dt, l, d, p);
+  });
+  m.impl("segment_reduce", TORCH_FN(tp::segment_reduce));
   m.impl("gcd", TORCH_FN((tp::gcd_like<tp::kGcd, tp::kGcdCpu>)));
   m.impl("gcd_", TORCH_FN((tp::inplace<tp::gcd_like<tp::kGcd, tp::kGcdCpu>>)));
   m.impl("lcm", TORCH_FN((tp::gcd_like<tp::kLcm, tp::kLcmCpu>)));

@@ -1,8 +1,10 @@
 /* ops/misc2: odds and ends that used to run on the CPU — linalg_cross,
  * nanmedian, mode, unique_consecutive, glu (+ backward), prelu (+ backward),
- * gcd and lcm — each written the way PyTorch's CPU kernel computes it.
+ * gcd and lcm, tril/triu_indices, segment_reduce — each written the way PyTorch's CPU kernel computes it.
  * Output dtypes and dims are PyTorch's (ctx->outs, from the meta functions
  * in csrc/misc2.cpp); a 0-d operand is read as a 1-element vector. */
+#include <math.h>
+
 #include "hlo/sort.h"
 #include "ops/ops.h"
 
@@ -435,4 +437,123 @@ void tpj_lower_lcm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                           SEL(g0, full_like(b, g, g.dtype, 1.0), g));
   tpj_hlo_value_t m = MUL(q, y);
   results[0] = SEL(g0, z, x.dtype == TPJ_U8 ? m : tpj_hlo_emit_unary(b, "stablehlo.abs", m));
+}
+
+/* ---- tril_indices, triu_indices -------------------------------------------- */
+
+/* aten::tril_indices / aten::triu_indices: attrs[0] rows, attrs[1] cols,
+ * attrs[2] offset, attrs[3] upper. outs[0] is [2, N] (N counted by the
+ * glue). The kept (row, col) pairs, in row-major order, are the first N
+ * of all pairs sorted with the dropped ones pushed past the end. */
+void tpj_lower_tri_indices(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!need(ctx, 0, 4, 1, "tril_indices")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  int64_t rows = ctx->attrs[0], cols = ctx->attrs[1], off = ctx->attrs[2];
+  int64_t total = rows * cols, n = ctx->outs[0].dims[1];
+  tpj_hlo_value_t lin = tpj_hlo_emit_iota(b, TPJ_I64, &total, 1, 0);
+  tpj_hlo_value_t r = tpj_hlo_emit_binary(b, "stablehlo.divide", lin, i64_like(b, lin, cols));
+  tpj_hlo_value_t c = tpj_hlo_emit_binary(b, "stablehlo.remainder", lin, i64_like(b, lin, cols));
+  tpj_hlo_value_t diag = SUB(c, r);
+  tpj_hlo_value_t keep = ctx->attrs[3] ? CMP(diag, i64_like(b, diag, off), "GE")
+                                       : CMP(diag, i64_like(b, diag, off), "LE");
+  tpj_hlo_value_t key = SEL(keep, lin, ADD(lin, i64_like(b, lin, total)));
+  tpj_hlo_value_t sorted_key;
+  tpj_hlo_emit_sort(b, &key, 1, 0, 0, &sorted_key);
+  tpj_hlo_value_t kept = range_1d(b, sorted_key, 0, n);
+  int64_t one_n[2] = {1, n};
+  tpj_hlo_value_t parts[2] = {
+      tpj_hlo_emit_reshape(b, tpj_hlo_emit_binary(b, "stablehlo.divide", kept,
+                                                  i64_like(b, kept, cols)), one_n, 2),
+      tpj_hlo_emit_reshape(b, tpj_hlo_emit_binary(b, "stablehlo.remainder", kept,
+                                                  i64_like(b, kept, cols)), one_n, 2)};
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_concatenate(b, parts, 2, 0),
+                                    ctx->outs[0].dtype);
+}
+
+/* ---- segment_reduce -------------------------------------------------------- */
+
+enum { SEG_SUM, SEG_MEAN, SEG_MAX, SEG_MIN, SEG_PROD };
+
+/* aten::segment_reduce: in[0] data, in[1] lengths or offsets (integer,
+ * [B..., S] or [B..., S + 1]), in[2] (when attrs[4]) the initial value, a
+ * 0-d runtime scalar of the compute dtype. attrs[0] the compute dtype,
+ * attrs[1] the reduction (SEG_*), attrs[2] axis (= the batch dims B),
+ * attrs[3] 1 for lengths, attrs[4] has initial. Each segment is reduced
+ * over a mask of its positions; as in CPU's kernel the initial value seeds
+ * each segment, max/min propagate NaN, mean divides by the length (an
+ * empty segment is NaN without an initial value) and an empty segment
+ * is the reduction's identity (lowest for max, highest for min). */
+void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!need(ctx, 2, 5, 1, "segment_reduce") || (ctx->attrs[4] && ctx->nin < 3)) {
+    if (tpj_hlo_ok(ctx->b))
+      tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "segment_reduce: bad operands"));
+    return;
+  }
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  int kind = (int)ctx->attrs[1], axis = (int)ctx->attrs[2], has_init = (int)ctx->attrs[4];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t off = tpj_hlo_emit_convert(b, ctx->in[1], TPJ_I64);
+  int last = off.ndim - 1;
+  if (ctx->attrs[3]) { /* lengths -> offsets: a leading 0, then running sums */
+    int64_t zd[TPJ_MAX_DIMS];
+    for (int d = 0; d < off.ndim; ++d) zd[d] = d == last ? 1 : off.dims[d];
+    tpj_hlo_value_t parts[2] = {
+        tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, TPJ_I64), zd, off.ndim),
+        tpj_hlo_emit_cumulative(b, off, last, TPJ_HLO_SCAN_ADD, 0)};
+    off = tpj_hlo_emit_concatenate(b, parts, 2, last);
+  }
+  int64_t segs = off.dims[last] - 1;
+  int64_t lo_s[TPJ_MAX_DIMS] = {0}, hi_s[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+  for (int d = 0; d < off.ndim; ++d) hi_s[d] = off.dims[d], st[d] = 1;
+  hi_s[last] = segs;
+  tpj_hlo_value_t lo = tpj_hlo_emit_slice(b, off, lo_s, hi_s, st);
+  lo_s[last] = 1;
+  hi_s[last] = segs + 1;
+  tpj_hlo_value_t hi = tpj_hlo_emit_slice(b, off, lo_s, hi_s, st);
+  /* the [B..., S, N, R...] layout every mask and value is brought to */
+  int nd = x.ndim + 1;
+  int64_t full[TPJ_MAX_DIMS + 1], bd[TPJ_MAX_DIMS + 1];
+  for (int d = 0; d < axis; ++d) full[d] = x.dims[d];
+  full[axis] = segs;
+  for (int d = axis; d < x.ndim; ++d) full[d + 1] = x.dims[d];
+  if (nd > TPJ_MAX_DIMS) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "segment_reduce: too many dims"));
+    return;
+  }
+  for (int d = 0; d <= axis; ++d) bd[d] = d; /* [B..., S] */
+  tpj_hlo_value_t lo_f = tpj_hlo_emit_broadcast_in_dim(b, lo, full, nd, bd);
+  tpj_hlo_value_t hi_f = tpj_hlo_emit_broadcast_in_dim(b, hi, full, nd, bd);
+  tpj_hlo_value_t pos = tpj_hlo_emit_iota(b, TPJ_I64, full, nd, axis + 1);
+  tpj_hlo_value_t mask = tpj_hlo_emit_binary(b, "stablehlo.and", CMP(pos, lo_f, "GE"),
+                                             CMP(pos, hi_f, "LT"));
+  for (int d = 0; d < x.ndim; ++d) bd[d] = d < axis ? d : d + 1;
+  tpj_hlo_value_t xf = tpj_hlo_emit_broadcast_in_dim(b, x, full, nd, bd);
+  int64_t rd = axis + 1;
+  const char* body = kind == SEG_MAX ? "stablehlo.maximum" : kind == SEG_MIN ? "stablehlo.minimum"
+                     : kind == SEG_PROD ? "stablehlo.multiply" : "stablehlo.add";
+  tpj_hlo_value_t id = kind == SEG_MAX ? tpj_hlo_emit_extreme(b, cd, 0)
+                       : kind == SEG_MIN ? tpj_hlo_emit_extreme(b, cd, 1)
+                       : kind == SEG_PROD ? tpj_hlo_emit_one(b, cd) : tpj_hlo_emit_zero(b, cd);
+  tpj_hlo_value_t sel = SEL(mask, xf, tpj_hlo_emit_broadcast_to(b, id, full, nd));
+  tpj_hlo_value_t r = tpj_hlo_emit_reduce(b, sel, id, &rd, 1, body);
+  tpj_hlo_value_t init = has_init ? tpj_hlo_emit_broadcast_to(
+                                        b, tpj_hlo_emit_convert(b, ctx->in[2], cd), r.dims, r.ndim)
+                                  : r;
+  if (has_init) r = tpj_hlo_emit_binary(b, body, r, init);
+  if (kind == SEG_MAX || kind == SEG_MIN) {
+    tpj_hlo_value_t nan = tpj_hlo_emit_binary(b, "stablehlo.and", mask, CMP(xf, xf, "NE"));
+    nan = tpj_hlo_emit_reduce(b, nan, tpj_hlo_emit_zero(b, TPJ_BOOL), &rd, 1, "stablehlo.or");
+    r = SEL(nan, full_like(b, r, cd, NAN), r);
+  }
+  if (kind == SEG_MEAN) {
+    /* the length, broadcast over R... */
+    tpj_hlo_value_t len = tpj_hlo_emit_convert(b, SUB(hi, lo), cd);
+    for (int d = 0; d <= axis; ++d) bd[d] = d;
+    len = tpj_hlo_emit_broadcast_in_dim(b, len, r.dims, r.ndim, bd);
+    tpj_hlo_value_t empty = CMP(len, full_like(b, len, cd, 0.0), "EQ");
+    tpj_hlo_value_t mean = tpj_hlo_emit_binary(b, "stablehlo.divide", r, len);
+    r = SEL(empty, has_init ? init : full_like(b, r, cd, NAN), mean);
+  }
+  results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
 }

@@ -252,3 +252,55 @@ def test_gcd_lcm_match_cpu(dtype):
     assert torch.equal(o.cpu(), torch.lcm(a, b))
     same_error(torch.gcd, [torch.zeros(2), torch.zeros(2)], exc=NotImplementedError,
                match="gcd_cpu")
+
+
+# ---- tril_indices, triu_indices -----------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices])
+def test_tri_indices_match_cpu(fn):
+    with Native():
+        got = [fn(r, c, off, device=DEV, dtype=dt)
+               for r, c, off, dt in [(4, 3, 0, torch.long), (3, 5, 1, torch.int32),
+                                     (5, 4, -2, torch.long), (3, 3, 9, torch.long)]]
+        empty = fn(0, 3, device=DEV)
+    exp = [fn(r, c, off, dtype=dt)
+           for r, c, off, dt in [(4, 3, 0, torch.long), (3, 5, 1, torch.int32),
+                                 (5, 4, -2, torch.long), (3, 3, 9, torch.long)]]
+    for a, e in zip(got, exp):
+        assert a.device.type == "tpu"
+        assert_bitwise_equal(a.cpu(), e)
+    assert empty.shape == fn(0, 3).shape
+    same_error(fn, [-1, 3], match="row must be non-negative")
+    same_error(lambda r, c: fn(r, c, dtype=torch.float32), [3, 3], exc=NotImplementedError)
+
+
+# ---- segment_reduce -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+def test_segment_reduce_matches_cpu(reduce):
+    x = torch.randn(6, 3)
+    x[2, 1] = NAN  # NaN propagates through max/min
+    lengths = torch.tensor([2, 0, 3, 1])
+    offsets = torch.tensor([[0, 2, 2, 6], [0, 1, 4, 6]])
+    x2 = torch.randn(2, 6, 2)
+    with Native():
+        a = torch._segment_reduce(t(x), reduce, lengths=t(lengths))
+        b = torch._segment_reduce(t(x), reduce, lengths=t(lengths), initial=1.5)
+        c = torch._segment_reduce(t(x2), reduce, offsets=t(offsets), axis=1, unsafe=True)
+        d = torch._segment_reduce(t(x).to(torch.bfloat16), reduce, lengths=t(lengths))
+    check(a, torch._segment_reduce(x, reduce, lengths=lengths))
+    check(b, torch._segment_reduce(x, reduce, lengths=lengths, initial=1.5))
+    check(c, torch._segment_reduce(x2, reduce, offsets=offsets, axis=1, unsafe=True))
+    check(d, torch._segment_reduce(x.to(torch.bfloat16), reduce, lengths=lengths))
+
+
+def test_segment_reduce_errors():
+    x = torch.randn(3)
+    same_error(lambda x, l: torch._segment_reduce(x, "sum", lengths=l),
+               [x, torch.tensor([0, 1, 1])], match="sum to data.size")
+    same_error(lambda x, l: torch._segment_reduce(x, "sum", lengths=l),
+               [x, torch.tensor([-1, 2, 2])], match="negative")
+    same_error(lambda x, l: torch._segment_reduce(x, "foo", lengths=l),
+               [x, torch.tensor([1, 2])], match="reduce argument")
