@@ -1,7 +1,9 @@
 // Kernel glue for src/ops/misc2.c: linalg_cross, nanmedian, mode,
 // unique_consecutive, glu (+ backward), _prelu_kernel (+ backward), gcd and
-// lcm, tril/triu_indices, segment_reduce. Shapes and dtypes come from the meta functions; where one refuses a
-// call, the op runs on CPU copies so the error raised is CPU's own.
+// lcm, tril/triu_indices, segment_reduce; _batch_norm_with_update and
+// batch_norm_backward, which are native_batch_norm(_backward) as on CPU.
+// Shapes and dtypes come from the meta functions; where one refuses a call,
+// the op runs on CPU copies so the error raised is CPU's own.
 //
 // tril/triu_indices count their pairs on the host (the sizes alone decide
 // it, as the meta function does); segment_reduce checks its lengths on the
@@ -322,6 +324,30 @@ Tensor segment_reduce(const Tensor& data, c10::string_view reduce,
   return out;
 }
 
+// ---- _batch_norm_with_update, batch_norm_backward ------------------------------
+
+// What CPU's kernels are: native_batch_norm in training mode (which updates
+// the running statistics in place) with an empty reserve, and
+// native_batch_norm_backward. Both are native here.
+std::tuple<Tensor, Tensor, Tensor, Tensor> bn_with_update(
+    const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+    Tensor& running_mean, Tensor& running_var, double momentum, double eps) {
+  auto [out, mean, invstd] = at::native_batch_norm(input, weight, bias, running_mean, running_var,
+                                                   /*training=*/true, momentum, eps);
+  Tensor reserve = at::empty({0}, input.options().dtype(at::kByte));
+  return {out, mean, invstd, reserve};
+}
+
+std::tuple<Tensor, Tensor, Tensor> bn_backward(
+    const Tensor& grad, const Tensor& input, const Tensor& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_var, bool update,
+    double eps, std::array<bool, 3> mask, const Tensor&) {
+  std::optional<Tensor> w = weight.defined() ? std::optional<Tensor>(weight) : std::nullopt;
+  return at::native_batch_norm_backward(grad, input, w, running_mean, running_var, save_mean,
+                                        save_var, update, eps, mask);
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -362,6 +388,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::tri_indices(true, r, c, off, dt, l, d, p);
   });
   m.impl("segment_reduce", TORCH_FN(tp::segment_reduce));
+  m.impl("_batch_norm_with_update", TORCH_FN(tp::bn_with_update));
+  m.impl("batch_norm_backward", TORCH_FN(tp::bn_backward));
   m.impl("gcd", TORCH_FN((tp::gcd_like<tp::kGcd, tp::kGcdCpu>)));
   m.impl("gcd_", TORCH_FN((tp::inplace<tp::gcd_like<tp::kGcd, tp::kGcdCpu>>)));
   m.impl("lcm", TORCH_FN((tp::gcd_like<tp::kLcm, tp::kLcmCpu>)));

@@ -557,3 +557,42 @@ void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   }
   results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
 }
+
+/* ---- complex scans ---------------------------------------------------------- */
+
+/* tpj::complex_scan (cumsum / cumprod of complex values): attrs[0] dim
+ * (wrapped), attrs[1] 1 for a product. The operand is converted to the
+ * output's complex dtype first. A sum scans the real and imaginary parts
+ * (exactly what complex addition does); a product doubles its reach
+ * log2(n) times (y[i] *= y[i - s] for s = 1, 2, 4, ...), since the scan
+ * emitter takes real operands only. */
+void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!need(ctx, 1, 2, 1, "complex scan")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, prepare(b, ctx->in[0], 0), o->dtype);
+  int dim = ctx->in[0].ndim == 0 ? 0 : (int)ctx->attrs[0];
+  tpj_hlo_value_t r;
+  if (!ctx->attrs[1]) {
+    r = tpj_hlo_emit_complex(
+        b, tpj_hlo_emit_cumulative(b, tpj_hlo_emit_real(b, x), dim, TPJ_HLO_SCAN_ADD, 0),
+        tpj_hlo_emit_cumulative(b, tpj_hlo_emit_imag(b, x), dim, TPJ_HLO_SCAN_ADD, 0));
+  } else {
+    tpj_dtype_t rd = o->dtype == TPJ_C128 ? TPJ_F64 : TPJ_F32;
+    tpj_hlo_value_t one = tpj_hlo_emit_complex(b, tpj_hlo_emit_one(b, rd),
+                                               tpj_hlo_emit_zero(b, rd));
+    int64_t n = x.dims[dim];
+    r = x;
+    for (int64_t s = 1; s < n; s *= 2) {
+      int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+      int64_t plo[TPJ_MAX_DIMS] = {0}, phi[TPJ_MAX_DIMS] = {0};
+      for (int d = 0; d < x.ndim; ++d) hi[d] = x.dims[d], st[d] = 1;
+      hi[dim] = n - s;
+      plo[dim] = s;
+      tpj_hlo_value_t shifted = tpj_hlo_emit_pad(b, tpj_hlo_emit_slice(b, r, lo, hi, st), one,
+                                                 plo, phi);
+      r = MUL(r, shifted);
+    }
+  }
+  results[0] = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
+}

@@ -379,6 +379,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::var_mean.correction", tpj_lower_var},
     {"aten::where.self", tpj_lower_where},
     {"aten::xlogy.Tensor", tpj_lower_xlogy},
+    {"tpj::complex_scan", tpj_lower_complex_scan},
     {"tpj::count_nonzero", tpj_lower_count_nonzero},
     {"tpj::full", tpj_lower_full},
     {"tpj::unique_consecutive_count", tpj_lower_unique_consecutive_count},

@@ -304,3 +304,42 @@ def test_segment_reduce_errors():
                [x, torch.tensor([-1, 2, 2])], match="negative")
     same_error(lambda x, l: torch._segment_reduce(x, "foo", lengths=l),
                [x, torch.tensor([1, 2])], match="reduce argument")
+
+
+# ---- _batch_norm_with_update, batch_norm_backward -------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batch_norm_with_update(dtype):
+    def run(dev):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(4, 3, 5, generator=g).to(dtype).to(dev).requires_grad_()
+        w = torch.randn(3, generator=g).to(dtype).to(dev).requires_grad_()
+        b = torch.randn(3, generator=g).to(dtype).to(dev).requires_grad_()
+        rm = torch.zeros(3, dtype=dtype, device=dev)
+        rv = torch.ones(3, dtype=dtype, device=dev)
+        out = torch.ops.aten._batch_norm_with_update(x, w, b, rm, rv, 0.1, 1e-5)
+        out[0].backward(torch.linspace(-1, 1, 60).view(4, 3, 5).to(dtype).to(dev))
+        return list(out) + [rm, rv, x.grad, w.grad, b.grad]
+
+    with Native():
+        got = run(DEV)
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else None
+    for a, e in zip(got, run("cpu")):
+        check(a, e.detach(), tol)
+
+
+# ---- complex cumsum / cumprod -------------------------------------------------------------
+
+
+def test_complex_cumsum_cumprod():
+    x = make(torch.complex64, (3, 7), seed=10, specials=False) / 100
+    with Native():
+        s = torch.cumsum(t(x), 1)
+        p = torch.cumprod(t(x).t(), 0)  # non-contiguous
+        p128 = torch.cumprod(t(x), 1, dtype=torch.complex128)
+        s0 = torch.cumsum(t(x[0, 0]), 0)  # 0-d
+    check(s, torch.cumsum(x, 1))
+    check(p, torch.cumprod(x.t(), 0))
+    check(p128, torch.cumprod(x, 1, dtype=torch.complex128), dict(rtol=1e-6, atol=1e-9))
+    check(s0, torch.cumsum(x[0, 0], 0))
