@@ -7,7 +7,8 @@
 //
 // tril/triu_indices count their pairs on the host (the sizes alone decide
 // it, as the meta function does); segment_reduce checks its lengths on the
-// host, as CPU's kernel does, before a native launch.
+// host, as CPU's kernel does, before a native launch; bincount reads its
+// largest value on the host to size its output.
 //
 // unique_consecutive's result size depends on the data: the run count is
 // computed on the device and read on the host (one wait, as nonzero does),
@@ -324,6 +325,43 @@ Tensor segment_reduce(const Tensor& data, c10::string_view reduce,
   return out;
 }
 
+// ---- bincount ---------------------------------------------------------------------
+
+// The output's length depends on the data: the largest value is read on the
+// host (one wait, which also checks that none is negative), as CPU does.
+Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
+  const char* op = "aten::bincount";
+  bool weighted = weights.has_value() && weights->defined();
+  auto cpu_call = [&] {
+    return at::bincount(self.cpu(), weighted ? std::optional<Tensor>(weights->cpu()) : std::nullopt,
+                        minlength);
+  };
+  check_supported(self, op);
+  int64_t lo = 0, hi = -1;
+  bool ok = self.dim() == 1 && c10::isIntegralType(self.scalar_type(), /*includeBool=*/false) &&
+            minlength >= 0 && (!weighted || (weights->dim() == 1 && weights->size(0) == self.size(0)));
+  bool any = ok && index_bounds(self, &lo, &hi);
+  if (!ok || (any && lo < 0)) {  // CPU's own error (it accepts nothing else)
+    Tensor r = cpu_call();
+    dtype_fallback(op, self.scalar_type());
+    return r.to(self.device());
+  }
+  at::ScalarType wt = !weighted ? at::kLong
+                      : (weights->scalar_type() == at::kFloat ? at::kFloat : at::kDouble);
+  int64_t n = std::max(any ? hi + 1 : 0, minlength);
+  c10::DeviceGuard guard(self.device());
+  Tensor out = at::zeros({n}, self.options().dtype(wt));
+  if (!any) return out;
+  OpArgs a;
+  a.tensor(self);
+  if (weighted) {
+    check_supported(*weights, op);
+    a.tensor(*weights);
+  }
+  run_op(op, self.device().index(), a, {weighted}, {out});
+  return out;
+}
+
 // ---- _batch_norm_with_update, batch_norm_backward ------------------------------
 
 // What CPU's kernels are: native_batch_norm in training mode (which updates
@@ -388,6 +426,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::tri_indices(true, r, c, off, dt, l, d, p);
   });
   m.impl("segment_reduce", TORCH_FN(tp::segment_reduce));
+  m.impl("bincount", TORCH_FN(tp::bincount));
   m.impl("_batch_norm_with_update", TORCH_FN(tp::bn_with_update));
   m.impl("batch_norm_backward", TORCH_FN(tp::bn_backward));
   m.impl("gcd", TORCH_FN((tp::gcd_like<tp::kGcd, tp::kGcdCpu>)));

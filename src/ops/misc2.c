@@ -596,3 +596,25 @@ void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   }
   results[0] = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
 }
+
+/* ---- bincount ------------------------------------------------------------------- */
+
+/* aten::bincount: in[0] the values (1-D integer, checked non-negative and
+ * below the output's length by the glue), in[1] the weights when attrs[0]
+ * is set. Each value adds its weight (or 1) to its bin, in the output's
+ * dtype (CPU's: the weights' for float and double, double for others). */
+void tpj_lower_bincount(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!need(ctx, 1, 1, 1, "bincount") || (ctx->attrs[0] && ctx->nin < 2)) {
+    if (tpj_hlo_ok(ctx->b))
+      tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "bincount: bad operands"));
+    return;
+  }
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t idx = tpj_hlo_emit_convert(b, ctx->in[0], TPJ_I64);
+  tpj_hlo_value_t upd = ctx->attrs[0] ? tpj_hlo_emit_convert(b, ctx->in[1], o->dtype)
+                                      : full_like(b, idx, o->dtype, 1.0);
+  tpj_hlo_value_t zeros = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, o->dtype), o->dims,
+                                                    o->ndim);
+  results[0] = tpj_hlo_emit_scatter_add_rows(b, zeros, idx, upd);
+}

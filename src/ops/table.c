@@ -75,6 +75,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::bernoulli_.float", tpj_lower_bernoulli_float},
     {"aten::binary_cross_entropy", tpj_lower_binary_cross_entropy},
     {"aten::binary_cross_entropy_backward", tpj_lower_binary_cross_entropy_backward},
+    {"aten::bincount", tpj_lower_bincount},
     {"aten::bitwise_and.Tensor", tpj_lower_bitwise_and},
     {"aten::bitwise_not", tpj_lower_bitwise_not},
     {"aten::bitwise_or.Tensor", tpj_lower_bitwise_or},

@@ -343,3 +343,23 @@ def test_complex_cumsum_cumprod():
     check(p, torch.cumprod(x.t(), 0))
     check(p128, torch.cumprod(x, 1, dtype=torch.complex128), dict(rtol=1e-6, atol=1e-9))
     check(s0, torch.cumsum(x[0, 0], 0))
+
+
+# ---- bincount -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_bincount_matches_cpu(dtype):
+    x = torch.tensor([1, 2, 2, 5, 0, 5, 5], dtype=dtype)
+    w = torch.linspace(-1, 2, 7)
+    with Native():
+        a = torch.bincount(t(x))
+        b = torch.bincount(t(x), t(w), minlength=9)
+        c = torch.bincount(t(x), t(w.double()))
+        e = torch.bincount(t(x[:0]), minlength=3)
+    assert_bitwise_equal(a.cpu(), torch.bincount(x))
+    check(b, torch.bincount(x, w, minlength=9))
+    check(c, torch.bincount(x, w.double()))
+    assert_bitwise_equal(e.cpu(), torch.bincount(x[:0], minlength=3))
+    same_error(torch.bincount, [torch.tensor([-1, 2])], match="non-negative")
+    same_error(torch.bincount, [x, w[:2]], match="same length")
