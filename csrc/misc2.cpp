@@ -137,13 +137,21 @@ Pair mode(const Tensor& self, int64_t dim, bool keepdim) {
   // CPU's index among equal values is where std::sort leaves them: for up
   // to 16 elements an insertion sort (stable: the run's last element is
   // its largest index, which the lowering returns), for more an introsort
-  // whose order no program here reproduces. Longer slices run CPU's kernel.
-  if (self.dim() > 0 && self.size(d) > 16) {
+  // whose order no program here reproduces. For longer slices the longest
+  // run is read on the host (one wait): a mode that repeats runs CPU's
+  // kernel; a mode that occurs once has one index.
+  bool long_slices = self.dim() > 0 && self.size(d) > 16 && self.numel() > 0;
+  if (!long_slices) {
+    auto o = run("aten::mode", {&self}, {std::get<0>(m), std::get<1>(m)}, {d});
+    return {o[0], o[1]};
+  }
+  auto o = run("aten::mode", {&self},
+               {std::get<0>(m), std::get<1>(m), at::empty({}, std::get<1>(m).options())}, {d});
+  if (to_host(o[2]).item<int64_t>() > 1) {
     dtype_fallback("aten::mode", self.scalar_type());
     auto r = at::mode(self.cpu(), dim, keepdim);
     return {std::get<0>(r).to(self.device()), std::get<1>(r).to(self.device())};
   }
-  auto o = run("aten::mode", {&self}, {std::get<0>(m), std::get<1>(m)}, {d});
   return {o[0], o[1]};
 }
 

@@ -152,7 +152,9 @@ void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
  * walks its runs of equal values, keeping the first run longer than every
  * earlier one: the smallest of the most frequent values, with the index of
  * the last element of its run (CPU's sort keeps equal elements in order on
- * slices of up to 16, the only ones the glue sends here). Runs are found on sort's keys; the
+ * slices of up to 16). A third output, when asked for, is the longest run
+ * of all slices: the glue checks that longer slices had no repeated mode
+ * (whose index CPU's introsort would choose).  Runs are found on sort's keys; the
  * run ends, sorted once more, give each run's length. */
 void tpj_lower_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   if (!need(ctx, 1, 1, 2, "mode")) return;
@@ -206,6 +208,12 @@ void tpj_lower_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                        "EQ"), dim);
   tpj_hlo_value_t at = CMP(iota, tpj_ops_unreduce(b, end, x.dims, x.ndim, &rd, 1), "EQ");
   finish2(ctx, pick(b, s[2], at, dim), pick(b, s[1], at, dim), results);
+  if (ctx->nouts > 2) { /* the longest run of any slice (0-d) */
+    int64_t all[TPJ_MAX_DIMS];
+    for (int d = 0; d < top.ndim; ++d) all[d] = d;
+    results[2] = tpj_hlo_emit_reduce(b, top, tpj_hlo_emit_zero(b, TPJ_I64), all, top.ndim,
+                                     "stablehlo.maximum");
+  }
 }
 
 /* ---- unique_consecutive --------------------------------------------------- */

@@ -134,6 +134,12 @@ def test_mode_long_slices_run_cpus_kernel():
     assert torch_pjrt.fallbacks() == {"aten::mode": 1}
     ev, ei = torch.mode(x, 1)
     assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+    # distinct values: the mode occurs once, its index is unique: native
+    y = torch.randn(3, 40)
+    with Native():
+        v, i = torch.mode(t(y), 1)
+    ev, ei = torch.mode(y, 1)
+    assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
 
 
 def test_mode_specials_grad_and_errors():
