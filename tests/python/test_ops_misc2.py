@@ -369,3 +369,12 @@ def test_bincount_matches_cpu(dtype):
     assert_bitwise_equal(e.cpu(), torch.bincount(x[:0], minlength=3))
     same_error(torch.bincount, [torch.tensor([-1, 2])], match="non-negative")
     same_error(torch.bincount, [x, w[:2]], match="same length")
+
+
+def test_complex_logsumexp():
+    x = make(torch.complex64, (3, 5, 2), seed=11, specials=False) / 50
+    with Native():
+        a = torch.logsumexp(t(x), 1)
+        b = torch.logsumexp(t(x), (0, 2), keepdim=True)
+    check(a, torch.logsumexp(x, 1))
+    check(b, torch.logsumexp(x, (0, 2), keepdim=True))
