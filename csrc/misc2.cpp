@@ -333,6 +333,40 @@ Tensor segment_reduce(const Tensor& data, c10::string_view reduce,
   return out;
 }
 
+Tensor segment_reduce_backward(const Tensor& grad, const Tensor& output, const Tensor& data,
+                               c10::string_view reduce, const std::optional<Tensor>& lengths,
+                               const std::optional<Tensor>& offsets, int64_t axis,
+                               const std::optional<at::Scalar>& initial) {
+  const char* op = "aten::_segment_reduce_backward";
+  bool by_lengths = lengths.has_value() && lengths->defined();
+  bool by_offsets = offsets.has_value() && offsets->defined();
+  int64_t kind = reduce == "sum" ? 0 : reduce == "mean" ? 1 : reduce == "max" ? 2
+                 : reduce == "min" ? 3 : reduce == "prod" ? 4 : -1;
+  const Tensor* seg = by_lengths ? &*lengths : by_offsets ? &*offsets : nullptr;
+  int64_t ax = seg ? c10::maybe_wrap_dim(axis, data.dim()) : 0;
+  if (kind < 0 || !seg || by_lengths == by_offsets || ax != seg->dim() - 1 ||
+      !at::isFloatingType(data.scalar_type()) || data.numel() == 0) {
+    auto c = [](const std::optional<Tensor>& t) {
+      return t && t->defined() ? std::optional<Tensor>(t->cpu()) : std::nullopt;
+    };
+    Tensor r = at::_segment_reduce_backward(grad.cpu(), output.cpu(), data.cpu(), reduce,
+                                            c(lengths), c(offsets), axis, initial);
+    dtype_fallback(op, data.scalar_type());
+    return r.to(data.device());
+  }
+  at::ScalarType compute = accumulator(data.scalar_type());
+  for (const Tensor* t : {&grad, &output, &data, seg}) check_supported(*t, op);
+  c10::Device dev = common_device(op, {&grad, &output, &data, seg});
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(data.sizes(), grad.options().device(dev));
+  OpArgs a;
+  for (const Tensor* t : {&grad, &output, &data, seg}) add_operand(a, *t, dev.index());
+  if (initial) a.scalar(*initial, compute, dev.index());
+  run_op(op, dev.index(), a, {to_tpj_dtype(compute), kind, ax, by_lengths, initial.has_value()},
+         {out});
+  return out;
+}
+
 // ---- bincount ---------------------------------------------------------------------
 
 // The output's length depends on the data: the largest value is read on the
@@ -434,6 +468,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::tri_indices(true, r, c, off, dt, l, d, p);
   });
   m.impl("segment_reduce", TORCH_FN(tp::segment_reduce));
+  m.impl("_segment_reduce_backward", TORCH_FN(tp::segment_reduce_backward));
   m.impl("bincount", TORCH_FN(tp::bincount));
   m.impl("_batch_norm_with_update", TORCH_FN(tp::bn_with_update));
   m.impl("batch_norm_backward", TORCH_FN(tp::bn_backward));

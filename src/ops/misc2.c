@@ -482,6 +482,86 @@ void tpj_lower_tri_indices(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 
 enum { SEG_SUM, SEG_MEAN, SEG_MAX, SEG_MIN, SEG_PROD };
 
+/* Segments of data x ([B..., N, R...], axis = len(B)) brought to the layout
+ * [B..., S, N, R...]: mask says which positions each segment covers; len
+ * is each segment's length ([B..., S]). seg is lengths ([B..., S]) or
+ * offsets ([B..., S + 1]). */
+typedef struct {
+  int axis, nd;
+  int64_t full[TPJ_MAX_DIMS];
+  tpj_hlo_value_t mask, len;
+} segs_t;
+
+static int segments(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t seg, int axis,
+                    int is_lengths, segs_t* g) {
+  tpj_hlo_value_t off = tpj_hlo_emit_convert(b, seg, TPJ_I64);
+  int last = off.ndim - 1;
+  if (is_lengths) { /* lengths -> offsets: a leading 0, then running sums */
+    int64_t zd[TPJ_MAX_DIMS];
+    for (int d = 0; d < off.ndim; ++d) zd[d] = d == last ? 1 : off.dims[d];
+    tpj_hlo_value_t parts[2] = {
+        tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, TPJ_I64), zd, off.ndim),
+        tpj_hlo_emit_cumulative(b, off, last, TPJ_HLO_SCAN_ADD, 0)};
+    off = tpj_hlo_emit_concatenate(b, parts, 2, last);
+  }
+  g->nd = x.ndim + 1;
+  if (g->nd > TPJ_MAX_DIMS || last != axis) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "segment_reduce: bad dims"));
+    return 0;
+  }
+  int64_t segs = off.dims[last] - 1;
+  int64_t lo_s[TPJ_MAX_DIMS] = {0}, hi_s[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+  for (int d = 0; d < off.ndim; ++d) hi_s[d] = off.dims[d], st[d] = 1;
+  hi_s[last] = segs;
+  tpj_hlo_value_t lo = tpj_hlo_emit_slice(b, off, lo_s, hi_s, st);
+  lo_s[last] = 1;
+  hi_s[last] = segs + 1;
+  tpj_hlo_value_t hi = tpj_hlo_emit_slice(b, off, lo_s, hi_s, st);
+  g->axis = axis;
+  for (int d = 0; d < axis; ++d) g->full[d] = x.dims[d];
+  g->full[axis] = segs;
+  for (int d = axis; d < x.ndim; ++d) g->full[d + 1] = x.dims[d];
+  int64_t bd[TPJ_MAX_DIMS];
+  for (int d = 0; d <= axis; ++d) bd[d] = d; /* [B..., S] */
+  tpj_hlo_value_t pos = tpj_hlo_emit_iota(b, TPJ_I64, g->full, g->nd, axis + 1);
+  g->mask = tpj_hlo_emit_binary(
+      b, "stablehlo.and", CMP(pos, tpj_hlo_emit_broadcast_in_dim(b, lo, g->full, g->nd, bd), "GE"),
+      CMP(pos, tpj_hlo_emit_broadcast_in_dim(b, hi, g->full, g->nd, bd), "LT"));
+  g->len = SUB(hi, lo);
+  return 1;
+}
+
+/* x ([B..., N, R...]) in the segment layout */
+static tpj_hlo_value_t per_segment(tpj_hlo_builder_t* b, const segs_t* g, tpj_hlo_value_t x) {
+  int64_t bd[TPJ_MAX_DIMS];
+  for (int d = 0; d < x.ndim; ++d) bd[d] = d < g->axis ? d : d + 1;
+  return tpj_hlo_emit_broadcast_in_dim(b, x, g->full, g->nd, bd);
+}
+
+/* y ([B..., S, R...]) in the segment layout */
+static tpj_hlo_value_t per_position(tpj_hlo_builder_t* b, const segs_t* g, tpj_hlo_value_t y) {
+  int64_t bd[TPJ_MAX_DIMS];
+  for (int d = 0; d < y.ndim; ++d) bd[d] = d <= g->axis ? d : d + 1;
+  return tpj_hlo_emit_broadcast_in_dim(b, y, g->full, g->nd, bd);
+}
+
+/* a segment's length ([B..., S]) as dt, over [B..., S, R...] (like) */
+static tpj_hlo_value_t seg_len(tpj_hlo_builder_t* b, const segs_t* g, tpj_dtype_t dt,
+                               tpj_hlo_value_t like) {
+  int64_t bd[TPJ_MAX_DIMS];
+  for (int d = 0; d <= g->axis; ++d) bd[d] = d;
+  return tpj_hlo_emit_broadcast_in_dim(b, tpj_hlo_emit_convert(b, g->len, dt), like.dims,
+                                       like.ndim, bd);
+}
+
+static int seg_need(tpj_op_ctx_t* ctx, int nin, const char* op) {
+  if (ctx->nin >= nin + (ctx->nattrs >= 5 && ctx->attrs[4]) && ctx->nattrs >= 5 &&
+      ctx->nouts >= 1)
+    return 1;
+  tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
+  return 0;
+}
+
 /* aten::segment_reduce: in[0] data, in[1] lengths or offsets (integer,
  * [B..., S] or [B..., S + 1]), in[2] (when attrs[4]) the initial value, a
  * 0-d runtime scalar of the compute dtype. attrs[0] the compute dtype,
@@ -492,77 +572,113 @@ enum { SEG_SUM, SEG_MEAN, SEG_MAX, SEG_MIN, SEG_PROD };
  * empty segment is NaN without an initial value) and an empty segment
  * is the reduction's identity (lowest for max, highest for min). */
 void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!need(ctx, 2, 5, 1, "segment_reduce") || (ctx->attrs[4] && ctx->nin < 3)) {
-    if (tpj_hlo_ok(ctx->b))
-      tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "segment_reduce: bad operands"));
-    return;
-  }
+  if (!seg_need(ctx, 2, "segment_reduce")) return;
   tpj_hlo_builder_t* b = ctx->b;
   tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
   int kind = (int)ctx->attrs[1], axis = (int)ctx->attrs[2], has_init = (int)ctx->attrs[4];
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
-  tpj_hlo_value_t off = tpj_hlo_emit_convert(b, ctx->in[1], TPJ_I64);
-  int last = off.ndim - 1;
-  if (ctx->attrs[3]) { /* lengths -> offsets: a leading 0, then running sums */
-    int64_t zd[TPJ_MAX_DIMS];
-    for (int d = 0; d < off.ndim; ++d) zd[d] = d == last ? 1 : off.dims[d];
-    tpj_hlo_value_t parts[2] = {
-        tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, TPJ_I64), zd, off.ndim),
-        tpj_hlo_emit_cumulative(b, off, last, TPJ_HLO_SCAN_ADD, 0)};
-    off = tpj_hlo_emit_concatenate(b, parts, 2, last);
-  }
-  int64_t segs = off.dims[last] - 1;
-  int64_t lo_s[TPJ_MAX_DIMS] = {0}, hi_s[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
-  for (int d = 0; d < off.ndim; ++d) hi_s[d] = off.dims[d], st[d] = 1;
-  hi_s[last] = segs;
-  tpj_hlo_value_t lo = tpj_hlo_emit_slice(b, off, lo_s, hi_s, st);
-  lo_s[last] = 1;
-  hi_s[last] = segs + 1;
-  tpj_hlo_value_t hi = tpj_hlo_emit_slice(b, off, lo_s, hi_s, st);
-  /* the [B..., S, N, R...] layout every mask and value is brought to */
-  int nd = x.ndim + 1;
-  int64_t full[TPJ_MAX_DIMS + 1], bd[TPJ_MAX_DIMS + 1];
-  for (int d = 0; d < axis; ++d) full[d] = x.dims[d];
-  full[axis] = segs;
-  for (int d = axis; d < x.ndim; ++d) full[d + 1] = x.dims[d];
-  if (nd > TPJ_MAX_DIMS) {
-    tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "segment_reduce: too many dims"));
-    return;
-  }
-  for (int d = 0; d <= axis; ++d) bd[d] = d; /* [B..., S] */
-  tpj_hlo_value_t lo_f = tpj_hlo_emit_broadcast_in_dim(b, lo, full, nd, bd);
-  tpj_hlo_value_t hi_f = tpj_hlo_emit_broadcast_in_dim(b, hi, full, nd, bd);
-  tpj_hlo_value_t pos = tpj_hlo_emit_iota(b, TPJ_I64, full, nd, axis + 1);
-  tpj_hlo_value_t mask = tpj_hlo_emit_binary(b, "stablehlo.and", CMP(pos, lo_f, "GE"),
-                                             CMP(pos, hi_f, "LT"));
-  for (int d = 0; d < x.ndim; ++d) bd[d] = d < axis ? d : d + 1;
-  tpj_hlo_value_t xf = tpj_hlo_emit_broadcast_in_dim(b, x, full, nd, bd);
+  segs_t g;
+  if (!segments(b, x, ctx->in[1], axis, (int)ctx->attrs[3], &g)) return;
+  tpj_hlo_value_t xf = per_segment(b, &g, x);
   int64_t rd = axis + 1;
   const char* body = kind == SEG_MAX ? "stablehlo.maximum" : kind == SEG_MIN ? "stablehlo.minimum"
                      : kind == SEG_PROD ? "stablehlo.multiply" : "stablehlo.add";
   tpj_hlo_value_t id = kind == SEG_MAX ? tpj_hlo_emit_extreme(b, cd, 0)
                        : kind == SEG_MIN ? tpj_hlo_emit_extreme(b, cd, 1)
                        : kind == SEG_PROD ? tpj_hlo_emit_one(b, cd) : tpj_hlo_emit_zero(b, cd);
-  tpj_hlo_value_t sel = SEL(mask, xf, tpj_hlo_emit_broadcast_to(b, id, full, nd));
+  tpj_hlo_value_t sel = SEL(g.mask, xf, tpj_hlo_emit_broadcast_to(b, id, g.full, g.nd));
   tpj_hlo_value_t r = tpj_hlo_emit_reduce(b, sel, id, &rd, 1, body);
   tpj_hlo_value_t init = has_init ? tpj_hlo_emit_broadcast_to(
                                         b, tpj_hlo_emit_convert(b, ctx->in[2], cd), r.dims, r.ndim)
                                   : r;
   if (has_init) r = tpj_hlo_emit_binary(b, body, r, init);
   if (kind == SEG_MAX || kind == SEG_MIN) {
-    tpj_hlo_value_t nan = tpj_hlo_emit_binary(b, "stablehlo.and", mask, CMP(xf, xf, "NE"));
+    tpj_hlo_value_t nan = tpj_hlo_emit_binary(b, "stablehlo.and", g.mask, CMP(xf, xf, "NE"));
     nan = tpj_hlo_emit_reduce(b, nan, tpj_hlo_emit_zero(b, TPJ_BOOL), &rd, 1, "stablehlo.or");
     r = SEL(nan, full_like(b, r, cd, NAN), r);
   }
   if (kind == SEG_MEAN) {
-    /* the length, broadcast over R... */
-    tpj_hlo_value_t len = tpj_hlo_emit_convert(b, SUB(hi, lo), cd);
-    for (int d = 0; d <= axis; ++d) bd[d] = d;
-    len = tpj_hlo_emit_broadcast_in_dim(b, len, r.dims, r.ndim, bd);
+    tpj_hlo_value_t len = seg_len(b, &g, cd, r);
     tpj_hlo_value_t empty = CMP(len, full_like(b, len, cd, 0.0), "EQ");
     tpj_hlo_value_t mean = tpj_hlo_emit_binary(b, "stablehlo.divide", r, len);
     r = SEL(empty, has_init ? init : full_like(b, r, cd, NAN), mean);
   }
+  results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
+}
+
+/* aten::_segment_reduce_backward: in[0] grad and in[1] output ([B..., S,
+ * R...]), in[2] data, in[3] lengths or offsets, in[4] (when attrs[4]) the
+ * initial value; attrs as segment_reduce. CPU's rules, per position j of
+ * segment s: sum passes grad[s]; mean grad[s] / length; max/min give
+ * grad[s] to the positions equal to output[s] (or NaN), divided by their
+ * count when there are several and grad[s] > 0; prod gives
+ * grad[s] * output[s] / x[j], or, where x[j] is 0 or NaN, grad[s] times
+ * the product of the segment's other values (and the initial value).
+ * Positions outside every segment get 0. */
+void tpj_lower_segment_reduce_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!seg_need(ctx, 4, "_segment_reduce_backward")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  int kind = (int)ctx->attrs[1], axis = (int)ctx->attrs[2];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[2], cd);
+  segs_t g;
+  if (!segments(b, x, ctx->in[3], axis, (int)ctx->attrs[3], &g)) return;
+  tpj_hlo_value_t gr = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t xf = per_segment(b, &g, x);
+  tpj_hlo_value_t gf = per_position(b, &g, gr);
+  tpj_hlo_value_t outf = per_position(b, &g, tpj_hlo_emit_convert(b, ctx->in[1], cd));
+  tpj_hlo_value_t zero = full_like(b, xf, cd, 0.0);
+  tpj_hlo_value_t nan = CMP(xf, xf, "NE");
+  tpj_hlo_value_t v, take = g.mask;
+  int64_t rd = axis + 1;
+  switch (kind) {
+    case SEG_SUM: v = gf; break;
+    case SEG_MEAN: v = tpj_hlo_emit_binary(b, "stablehlo.divide", gf,
+                                           per_position(b, &g, seg_len(b, &g, cd, gr)));
+      break;
+    case SEG_MAX:
+    case SEG_MIN: {
+      take = tpj_hlo_emit_binary(b, "stablehlo.and", g.mask,
+                                 tpj_hlo_emit_binary(b, "stablehlo.or", nan,
+                                                     CMP(xf, outf, "EQ")));
+      tpj_hlo_value_t cnt = tpj_hlo_emit_reduce(b, tpj_hlo_emit_convert(b, take, cd),
+                                                tpj_hlo_emit_zero(b, cd), &rd, 1, "stablehlo.add");
+      cnt = per_position(b, &g, cnt);
+      tpj_hlo_value_t split = tpj_hlo_emit_binary(
+          b, "stablehlo.and", CMP(cnt, full_like(b, cnt, cd, 2.0), "GE"), CMP(gf, zero, "GT"));
+      v = SEL(split, tpj_hlo_emit_binary(b, "stablehlo.divide", gf, cnt), gf);
+      break;
+    }
+    default: { /* SEG_PROD */
+      tpj_hlo_value_t y = SEL(g.mask, xf, full_like(b, xf, cd, 1.0));
+      tpj_hlo_value_t pre = tpj_hlo_emit_cumulative(b, y, axis + 1, TPJ_HLO_SCAN_MUL, 0);
+      tpj_hlo_value_t suf = tpj_hlo_emit_cumulative(b, y, axis + 1, TPJ_HLO_SCAN_MUL, 1);
+      /* exclusive: shift the prefix right and the suffix left by one */
+      int64_t n = xf.dims[axis + 1];
+      int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+      int64_t plo[TPJ_MAX_DIMS] = {0}, phi[TPJ_MAX_DIMS] = {0};
+      for (int d = 0; d < g.nd; ++d) hi[d] = g.full[d], st[d] = 1;
+      tpj_hlo_value_t one = tpj_hlo_emit_one(b, cd);
+      hi[axis + 1] = n - 1;
+      plo[axis + 1] = 1;
+      pre = tpj_hlo_emit_pad(b, tpj_hlo_emit_slice(b, pre, lo, hi, st), one, plo, phi);
+      lo[axis + 1] = 1;
+      hi[axis + 1] = n;
+      plo[axis + 1] = 0;
+      phi[axis + 1] = 1;
+      suf = tpj_hlo_emit_pad(b, tpj_hlo_emit_slice(b, suf, lo, hi, st), one, plo, phi);
+      tpj_hlo_value_t excl = MUL(pre, suf);
+      if (ctx->attrs[4])
+        excl = MUL(excl, tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_convert(b, ctx->in[4], cd),
+                                                   g.full, g.nd));
+      tpj_hlo_value_t special = tpj_hlo_emit_binary(b, "stablehlo.or", nan, CMP(xf, zero, "EQ"));
+      v = SEL(special, MUL(gf, excl),
+              tpj_hlo_emit_binary(b, "stablehlo.divide", MUL(gf, outf), xf));
+      break;
+    }
+  }
+  tpj_hlo_value_t r = tpj_hlo_emit_reduce(b, SEL(take, v, zero), tpj_hlo_emit_zero(b, cd),
+                                          (int64_t[]){axis}, 1, "stablehlo.add");
   results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
 }
 

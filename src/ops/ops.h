@@ -377,6 +377,7 @@ void tpj_lower_glu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_lcm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_tri_indices(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_segment_reduce_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_bincount(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_linalg_cross(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

@@ -302,6 +302,25 @@ def test_segment_reduce_matches_cpu(reduce):
     check(d, torch._segment_reduce(x.to(torch.bfloat16), reduce, lengths=lengths))
 
 
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+def test_segment_reduce_backward(reduce):
+    x = torch.tensor([[1.0, 2.0], [2.0, 0.0], [2.0, 3.0], [0.5, 0.0], [4.0, -1.0], [2.0, 2.0]])
+    lengths = torch.tensor([1, 0, 3, 2])
+    g = torch.tensor([[0.5, -1.0], [2.0, 1.0], [1.5, -0.5], [-2.0, 3.0]])
+
+    def grads(dev, **kw):
+        xx = x.clone().to(dev).requires_grad_()
+        r = torch._segment_reduce(xx, reduce, lengths=lengths.to(dev), **kw)
+        r.backward(g.to(dev))
+        return xx.grad
+
+    with Native():
+        a = grads(DEV)
+        b = grads(DEV, initial=2.0)
+    check(a, grads("cpu"))
+    check(b, grads("cpu", initial=2.0))
+
+
 def test_segment_reduce_errors():
     x = torch.randn(3)
     same_error(lambda x, l: torch._segment_reduce(x, "sum", lengths=l),
