@@ -8,7 +8,8 @@
 // tril/triu_indices count their pairs on the host (the sizes alone decide
 // it, as the meta function does); segment_reduce checks its lengths on the
 // host, as CPU's kernel does, before a native launch; bincount reads its
-// largest value on the host to size its output.
+// largest value on the host to size its output; matrix_exp reads the
+// largest 1-norm to choose its squarings.
 //
 // unique_consecutive's result size depends on the data: the run count is
 // computed on the device and read on the host (one wait, as nonzero does),
@@ -19,6 +20,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common.h"
@@ -404,6 +406,27 @@ Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_
   return out;
 }
 
+// ---- linalg_matrix_exp ------------------------------------------------------------
+
+// The number of squarings depends on the data: the largest 1-norm of the
+// batch is read on the host (one wait).
+Tensor matrix_exp(const Tensor& self) {
+  const char* op = "aten::linalg_matrix_exp";
+  Tensor m = meta_or_cpu([&] { return at::linalg_matrix_exp(to_meta(self)); },
+                         [&] { at::linalg_matrix_exp(self.cpu()); });
+  check_supported(self, op);
+  c10::DeviceGuard guard(self.device());
+  Tensor out = at::empty(m.sizes(), m.options().device(self.device()));
+  if (out.numel() == 0) return out;
+  double norm = to_host(at::amax(at::sum(at::abs(self), -2))).to(at::kDouble).item<double>();
+  int64_t s = 0;
+  if (std::isfinite(norm) && norm > 1) s = std::min<int64_t>(1100, std::ceil(std::log2(norm)));
+  OpArgs a;
+  a.tensor(self);
+  run_op(op, self.device().index(), a, {s, to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
+  return out;
+}
+
 // ---- _batch_norm_with_update, batch_norm_backward ------------------------------
 
 // What CPU's kernels are: native_batch_norm in training mode (which updates
@@ -470,6 +493,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("segment_reduce", TORCH_FN(tp::segment_reduce));
   m.impl("_segment_reduce_backward", TORCH_FN(tp::segment_reduce_backward));
   m.impl("bincount", TORCH_FN(tp::bincount));
+  m.impl("linalg_matrix_exp", TORCH_FN(tp::matrix_exp));
   m.impl("_batch_norm_with_update", TORCH_FN(tp::bn_with_update));
   m.impl("batch_norm_backward", TORCH_FN(tp::bn_backward));
   m.impl("gcd", TORCH_FN((tp::gcd_like<tp::kGcd, tp::kGcdCpu>)));

@@ -742,3 +742,43 @@ void tpj_lower_bincount(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                                     o->ndim);
   results[0] = tpj_hlo_emit_scatter_add_rows(b, zeros, idx, upd);
 }
+
+/* ---- linalg_matrix_exp ------------------------------------------------------- */
+
+/* a @ c over the leading batch dims of [..., n, n] values */
+static tpj_hlo_value_t matmul(tpj_hlo_builder_t* b, tpj_hlo_value_t a, tpj_hlo_value_t c) {
+  int64_t batch[TPJ_MAX_DIMS];
+  int nb = a.ndim - 2;
+  for (int d = 0; d < nb; ++d) batch[d] = d;
+  int64_t ac = a.ndim - 1, cc = a.ndim - 2;
+  return tpj_hlo_emit_dot_general(b, a, c, batch, batch, nb, &ac, &cc, 1, a.dtype);
+}
+
+/* aten::linalg_matrix_exp: attrs[0] the squarings s (the glue picks the
+ * smallest with ||A||_1 / 2^s <= 1 over the batch), attrs[1] the compute
+ * dtype (float32 for half types). exp(A) = T(A / 2^s)^(2^s), T the degree-18
+ * Taylor polynomial in Horner form: its truncation error at norm 1 is
+ * below 1/19!, far under float64's precision. */
+void tpj_lower_matrix_exp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!need(ctx, 1, 2, 1, "linalg_matrix_exp")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[1];
+  int64_t s = ctx->attrs[0];
+  tpj_hlo_value_t a = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_dtype_t rd = cd == TPJ_C64 ? TPJ_F32 : cd == TPJ_C128 ? TPJ_F64 : cd;
+  /* a scalar v of cd shaped like a */
+  #define CD_FULL(v)                                                                         \
+    (rd == cd ? full_like(b, a, cd, (v))                                                     \
+              : tpj_hlo_emit_complex(b, full_like(b, a, rd, (v)), full_like(b, a, rd, 0.0)))
+  tpj_hlo_value_t x = MUL(a, CD_FULL(ldexp(1.0, (int)-s)));
+  int n = a.ndim;
+  tpj_hlo_value_t eye_r = tpj_hlo_emit_convert(
+      b, CMP(tpj_hlo_emit_iota(b, TPJ_I64, a.dims, n, n - 2),
+             tpj_hlo_emit_iota(b, TPJ_I64, a.dims, n, n - 1), "EQ"), rd);
+  tpj_hlo_value_t eye = rd == cd ? eye_r : tpj_hlo_emit_complex(b, eye_r, full_like(b, a, rd, 0.0));
+  tpj_hlo_value_t e = ADD(eye, MUL(x, CD_FULL(1.0 / 18)));
+  for (int k = 17; k >= 1; --k) e = ADD(eye, MUL(matmul(b, x, e), CD_FULL(1.0 / k)));
+  #undef CD_FULL
+  for (int64_t i = 0; i < s; ++i) e = matmul(b, e, e);
+  results[0] = tpj_hlo_emit_convert(b, e, ctx->outs[0].dtype);
+}

@@ -367,7 +367,7 @@ void tpj_lower_upsample_bicubic_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* res
 
 /* odds and ends (ops/misc2.c): cross, nanmedian, mode, unique_consecutive,
  * glu, prelu, gcd/lcm, tril/triu_indices, segment_reduce, complex scans,
- * bincount */
+ * bincount, matrix_exp */
 tpj_hlo_value_t tpj_ops_order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
 void tpj_lower_prelu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_prelu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -380,6 +380,7 @@ void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_segment_reduce_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_bincount(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_matrix_exp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_linalg_cross(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

@@ -178,6 +178,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::linalg_lu", tpj_lower_linalg_lu},
     {"aten::linalg_lu_factor_ex", tpj_lower_linalg_lu_factor_ex},
     {"aten::linalg_lu_solve", tpj_lower_linalg_lu_solve},
+    {"aten::linalg_matrix_exp", tpj_lower_matrix_exp},
     {"aten::linalg_qr", tpj_lower_linalg_qr},
     {"aten::linalg_solve_triangular", tpj_lower_linalg_solve_triangular},
     {"aten::linalg_vector_norm", tpj_lower_vector_norm},

@@ -397,3 +397,26 @@ def test_complex_logsumexp():
         b = torch.logsumexp(t(x), (0, 2), keepdim=True)
     check(a, torch.logsumexp(x, 1))
     check(b, torch.logsumexp(x, (0, 2), keepdim=True))
+
+
+# ---- matrix_exp -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+def test_matrix_exp_matches_cpu(dtype):
+    a = make(dtype, (2, 4, 4), seed=12, specials=False) / 40  # norms from ~1 to ~10
+    a[1] *= 4
+    with Native():
+        r = torch.linalg.matrix_exp(t(a))
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype != torch.float64 else dict(rtol=1e-10, atol=1e-10)
+    check(r, torch.linalg.matrix_exp(a), tol)
+
+
+def test_matrix_exp_grad():
+    a = torch.randn(3, 3, generator=torch.Generator().manual_seed(3))
+    ta = t(a).requires_grad_()
+    ca = a.clone().requires_grad_()
+    with Native():
+        torch.linalg.matrix_exp(ta).sum().backward()
+    torch.linalg.matrix_exp(ca).sum().backward()
+    check(ta.grad, ca.grad, dict(rtol=1e-4, atol=1e-4))
