@@ -756,7 +756,7 @@ static tpj_hlo_value_t matmul(tpj_hlo_builder_t* b, tpj_hlo_value_t a, tpj_hlo_v
 
 /* aten::linalg_matrix_exp: attrs[0] the squarings s (the glue picks the
  * smallest with ||A||_1 / 2^s <= 1 over the batch), attrs[1] the compute
- * dtype (float32 for half types). exp(A) = T(A / 2^s)^(2^s), T the degree-18
+ * dtype (the glue sends half types to CPU's kernel). exp(A) = T(A / 2^s)^(2^s), T the degree-18
  * Taylor polynomial in Horner form: its truncation error at norm 1 is
  * below 1/19!, far under float64's precision. */
 void tpj_lower_matrix_exp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {

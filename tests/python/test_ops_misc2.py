@@ -420,3 +420,12 @@ def test_matrix_exp_grad():
         torch.linalg.matrix_exp(ta).sum().backward()
     torch.linalg.matrix_exp(ca).sum().backward()
     check(ta.grad, ca.grad, dict(rtol=1e-4, atol=1e-4))
+
+
+def test_matrix_exp_half_runs_cpus_kernel():
+    # CPU computes in half precision (overflowing to NaN here): its kernel, counted
+    a = torch.randn(5, 5, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16) * 4
+    torch_pjrt.reset_fallbacks()
+    r = torch.linalg.matrix_exp(t(a))
+    assert torch_pjrt.fallbacks() == {"aten::linalg_matrix_exp": 1}
+    assert_bitwise_equal(r.cpu(), torch.linalg.matrix_exp(a))
