@@ -173,7 +173,12 @@ Tensor convolution_tpu(const Tensor& input, const Tensor& weight, const std::opt
   if (hb) check_devices(op, {&input, &weight, &*bias});
   else check_devices(op, {&input, &weight});
   c10::Device dev = input.device();
-  if (!native_dtype(input.scalar_type())) {
+  // Integer convolutions (forward only: integers have no gradients) are
+  // exact on the device: sums of products wrap modulo 2^bits, as CPU's
+  // integer kernels do, in any order.
+  // Only int64: the dtype CPU takes on every path (int32 transposed it refuses).
+  bool int_conv = input.scalar_type() == at::kLong;
+  if (!native_dtype(input.scalar_type()) && !int_conv) {
     dtype_fallback(op, input.scalar_type());
     return at::convolution(input.cpu(), weight.cpu(), opt_cpu(bias), stride, padding, dilation,
                            transposed, output_padding, groups)

@@ -429,3 +429,21 @@ def test_matrix_exp_half_runs_cpus_kernel():
     r = torch.linalg.matrix_exp(t(a))
     assert torch_pjrt.fallbacks() == {"aten::linalg_matrix_exp": 1}
     assert_bitwise_equal(r.cpu(), torch.linalg.matrix_exp(a))
+
+
+# ---- int64 convolution --------------------------------------------------------------
+
+
+def test_int64_convolution_is_exact():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-2 ** 40, 2 ** 40, (2, 4, 9, 7), generator=g)
+    w = torch.randint(-2 ** 30, 2 ** 30, (6, 2, 3, 2), generator=g)  # products wrap
+    b = torch.randint(-100, 100, (6,), generator=g)
+    wt = torch.randint(-50, 50, (4, 3, 3, 2), generator=g)
+    with Native():
+        r = F.conv2d(t(x), t(w), t(b), stride=2, padding=1, groups=2)
+        r1 = F.conv1d(t(x[:, :, 0]), t(w[:, :, 0]), groups=2, dilation=2)
+        rt = F.conv_transpose2d(t(x), t(wt), t(b[:3]), stride=2, padding=1)
+    assert torch.equal(r.cpu(), F.conv2d(x, w, b, stride=2, padding=1, groups=2))
+    assert torch.equal(r1.cpu(), F.conv1d(x[:, :, 0], w[:, :, 0], groups=2, dilation=2))
+    assert torch.equal(rt.cpu(), F.conv_transpose2d(x, wt, b[:3], stride=2, padding=1))
