@@ -257,7 +257,9 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_tpu(const Tensor& self, IntAr
                                               dilation, ceil_mode);
   check_supported(self, op);
   c10::Device dev = self.device();
-  if (!native_dtype(self.scalar_type())) {
+  // int64/int32 maxima are exact (the lowering's order of taps is CPU's).
+  bool int_ok = self.scalar_type() == at::kLong || self.scalar_type() == at::kInt;
+  if (!native_dtype(self.scalar_type()) && !int_ok) {
     dtype_fallback(op, self.scalar_type());
     auto [v, i] = at::max_pool2d_with_indices(self.cpu(), kernel_size, stride, padding, dilation,
                                               ceil_mode);
@@ -315,7 +317,9 @@ Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
                             count_include_pad, divisor_override);
   check_supported(self, op);
   c10::Device dev = self.device();
-  if (!native_dtype(self.scalar_type())) {
+  // int64 (the one integer type CPU takes): sums wrap and the division
+  // truncates toward zero, in int64, as CPU's kernel does.
+  if (!native_dtype(self.scalar_type()) && self.scalar_type() != at::kLong) {
     dtype_fallback(op, self.scalar_type());
     return at::avg_pool2d(self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad,
                           divisor_override)

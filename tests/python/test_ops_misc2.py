@@ -447,3 +447,19 @@ def test_int64_convolution_is_exact():
     assert torch.equal(r.cpu(), F.conv2d(x, w, b, stride=2, padding=1, groups=2))
     assert torch.equal(r1.cpu(), F.conv1d(x[:, :, 0], w[:, :, 0], groups=2, dilation=2))
     assert torch.equal(rt.cpu(), F.conv_transpose2d(x, wt, b[:3], stride=2, padding=1))
+
+
+def test_int_pooling_is_exact():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(-2 ** 62, 2 ** 62, (2, 3, 7, 6), generator=g)  # window sums wrap
+    small = torch.randint(-9, 9, (2, 3, 7, 6), generator=g)  # ties and negative quotients
+    with Native():
+        a = F.avg_pool2d(t(x), 3, stride=2, padding=1)
+        b = F.avg_pool2d(t(small), 2, count_include_pad=False, ceil_mode=True)
+        c = F.avg_pool2d(t(small), 2, divisor_override=-3)
+        m, i = F.max_pool2d(t(small.int()), 3, stride=2, padding=1, return_indices=True)
+    assert torch.equal(a.cpu(), F.avg_pool2d(x, 3, stride=2, padding=1))
+    assert torch.equal(b.cpu(), F.avg_pool2d(small, 2, count_include_pad=False, ceil_mode=True))
+    assert torch.equal(c.cpu(), F.avg_pool2d(small, 2, divisor_override=-3))
+    em, ei = F.max_pool2d(small.int(), 3, stride=2, padding=1, return_indices=True)
+    assert torch.equal(m.cpu(), em) and torch.equal(i.cpu(), ei)
