@@ -461,5 +461,11 @@ def test_int_pooling_is_exact():
     assert torch.equal(a.cpu(), F.avg_pool2d(x, 3, stride=2, padding=1))
     assert torch.equal(b.cpu(), F.avg_pool2d(small, 2, count_include_pad=False, ceil_mode=True))
     assert torch.equal(c.cpu(), F.avg_pool2d(small, 2, divisor_override=-3))
+    with Native():
+        d = F.avg_pool3d(t(x.view(1, 2, 3, 7, 6)), 2, stride=1, padding=1)
+        e = F.avg_pool3d(t(small.view(2, 3, 7, 6)), 2, count_include_pad=False, divisor_override=-4)
+    assert torch.equal(d.cpu(), F.avg_pool3d(x.view(1, 2, 3, 7, 6), 2, stride=1, padding=1))
+    assert torch.equal(e.cpu(), F.avg_pool3d(small.view(2, 3, 7, 6), 2, count_include_pad=False,
+                                             divisor_override=-4))
     em, ei = F.max_pool2d(small.int(), 3, stride=2, padding=1, return_indices=True)
     assert torch.equal(m.cpu(), em) and torch.equal(i.cpu(), ei)
