@@ -71,15 +71,10 @@ int64_t wrap(int64_t dim, const Tensor& self) {
   return self.dim() == 0 ? 0 : c10::maybe_wrap_dim(dim, self.dim());
 }
 
-Tensor& put(Tensor& out, const Tensor& result, const char* op) {
-  at::native::resize_output(out, result.sizes());
-  assign_result(out, result, op);
-  return out;
-}
-
+// (values, indices) out= forms, written as out_result (ops.cpp) writes one.
 PairRef put2(Tensor& o0, Tensor& o1, const Pair& r, const char* op) {
-  put(o0, std::get<0>(r), op);
-  put(o1, std::get<1>(r), op);
+  out_result(o0, std::get<0>(r), op);
+  out_result(o1, std::get<1>(r), op);
   return {o0, o1};
 }
 
@@ -483,7 +478,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("glu_backward", TORCH_FN(tp::glu_backward));
   m.impl("glu_backward.grad_input", [](const Tensor& g, const Tensor& s, int64_t dim,
                                        Tensor& out) -> Tensor& {
-    return tp::put(out, tp::glu_backward(g, s, dim), "aten::glu_backward");
+    return tp::out_result(out, tp::glu_backward(g, s, dim), "aten::glu_backward");
   });
   m.impl("_prelu_kernel", TORCH_FN(tp::prelu));
   m.impl("_prelu_kernel_backward", TORCH_FN(tp::prelu_backward));
