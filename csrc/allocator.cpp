@@ -65,7 +65,7 @@ struct TpuAllocator final : c10::DeviceAllocator {
   }
 
   bool initialized() override { return is_initialized(); }
-  void emptyCache(c10::MempoolId_t) override {}
+  void emptyCache(c10::MempoolId_t) override { clear_scalar_cache(); }
   void recordStream(const c10::DataPtr&, c10::Stream) override {}
 
   // allocated/active/requested: the bytes of live storages (boxes), as a

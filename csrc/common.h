@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/Allocator.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/SmallVector.h>
 
 #include <string>
 #include <vector>
@@ -72,10 +74,11 @@ bool is_natural(const at::Tensor& t);
 // True when t is contiguous from offset 0 and covers its whole storage.
 bool covers_storage(const at::Tensor& t);
 
-// Owns the buffers an op call creates for runtime scalars.
+// Owns the buffers an op call creates for runtime scalars. Inline storage:
+// a small op's operands cost no heap allocation.
 struct OpArgs {
-  std::vector<tpj_exec_arg_t> args;
-  std::vector<tpj_rt_buffer_t*> owned;
+  c10::SmallVector<tpj_exec_arg_t, 4> args;
+  c10::SmallVector<tpj_rt_buffer_t*, 4> owned;
   ~OpArgs();
   void tensor(const at::Tensor& t);               // read through t's view (buffer held)
   void scalar(const at::Scalar& s, at::ScalarType dt, int device);  // 0-d runtime argument
@@ -84,8 +87,18 @@ struct OpArgs {
 
 // Runs the table op on device; results go into the boxes of `outs`, which
 // must be fresh contiguous tensors covering their storages.
-void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,
-            const std::vector<at::Tensor>& outs);
+// attrs and outs are ArrayRefs so a call's braced lists ({dtype, 0}, {out})
+// allocate nothing.
+void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
+            c10::ArrayRef<at::Tensor> outs);
+// A new contiguous tpu tensor on device, made as the empty kernel makes it
+// but without a trip through the dispatcher (the usual output of run_op).
+at::Tensor new_output(at::IntArrayRef sizes, at::ScalarType dtype, c10::Device device);
+// Drops the runtime scalars kept for reuse (torch.tpu.empty_cache), and how
+// many are kept now (live_buffers() leaves them out, as the executable cache's
+// own state is left out).
+void clear_scalar_cache();
+int64_t scalar_cache_size();
 // One warning per process when a disk cache entry was corrupt (recompiled).
 void warn_disk_cache_once();
 

@@ -173,7 +173,12 @@ Tensor convolution_tpu(const Tensor& input, const Tensor& weight, const std::opt
   if (hb) check_devices(op, {&input, &weight, &*bias});
   else check_devices(op, {&input, &weight});
   c10::Device dev = input.device();
-  if (!native_dtype(input.scalar_type())) {
+  // Integer convolutions (forward only: integers have no gradients) are
+  // exact on the device: sums of products wrap modulo 2^bits, as CPU's
+  // integer kernels do, in any order.
+  // Only int64: the dtype CPU takes on every path (int32 transposed it refuses).
+  bool int_conv = input.scalar_type() == at::kLong;
+  if (!native_dtype(input.scalar_type()) && !int_conv) {
     dtype_fallback(op, input.scalar_type());
     return at::convolution(input.cpu(), weight.cpu(), opt_cpu(bias), stride, padding, dilation,
                            transposed, output_padding, groups)
@@ -252,7 +257,9 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_tpu(const Tensor& self, IntAr
                                               dilation, ceil_mode);
   check_supported(self, op);
   c10::Device dev = self.device();
-  if (!native_dtype(self.scalar_type())) {
+  // int64/int32 maxima are exact (the lowering's order of taps is CPU's).
+  bool int_ok = self.scalar_type() == at::kLong || self.scalar_type() == at::kInt;
+  if (!native_dtype(self.scalar_type()) && !int_ok) {
     dtype_fallback(op, self.scalar_type());
     auto [v, i] = at::max_pool2d_with_indices(self.cpu(), kernel_size, stride, padding, dilation,
                                               ceil_mode);
@@ -310,7 +317,9 @@ Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
                             count_include_pad, divisor_override);
   check_supported(self, op);
   c10::Device dev = self.device();
-  if (!native_dtype(self.scalar_type())) {
+  // int64 (the one integer type CPU takes): sums wrap and the division
+  // truncates toward zero, in int64, as CPU's kernel does.
+  if (!native_dtype(self.scalar_type()) && self.scalar_type() != at::kLong) {
     dtype_fallback(op, self.scalar_type());
     return at::avg_pool2d(self.cpu(), kernel_size, stride, padding, ceil_mode, count_include_pad,
                           divisor_override)

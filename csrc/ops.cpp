@@ -12,6 +12,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <cstring>
+
 #include "common.h"
 
 namespace torch_pjrt {
@@ -46,9 +48,10 @@ at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& othe
   if (kind == Kind::kTrueDiv && c10::isIntegralType(compute, /*includeBool=*/true))
     compute = default_float();
   if (alpha) at::native::alpha_check(compute, *alpha);
-  std::string name(op);
-  if (name == "aten::sub.Tensor") at::native::sub_check(self, other);
+  // strcmp, not std::string: this runs on every eager add/mul/compare
+  if (std::strcmp(op, "aten::sub.Tensor") == 0) at::native::sub_check(self, other);
   if (c10::isComplexType(compute)) {
+    std::string name(op);
     TORCH_CHECK(name != "aten::maximum" && name != "aten::minimum", name.substr(6),
                 " not implemented for complex tensors.");
     bool ordered = name.rfind("aten::lt", 0) == 0 || name.rfind("aten::le", 0) == 0 ||
@@ -57,13 +60,14 @@ at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& othe
                                 compute, "'");
   }
   at::ScalarType out_dtype = kind == Kind::kCompare ? at::kBool : compute;
-  auto sizes = at::infer_size(self.sizes(), other.sizes());
-  c10::DeviceGuard guard(dev);
-  at::Tensor out = at::empty(sizes, self.options().dtype(out_dtype).device(dev));
+  at::Tensor out = self.sizes().equals(other.sizes())
+                       ? new_output(self.sizes(), out_dtype, dev)
+                       : new_output(at::infer_size_dimvector(self.sizes(), other.sizes()),
+                                    out_dtype, dev);
   OpArgs a;
   add_operand(a, self, dev.index());
   add_operand(a, other, dev.index());
-  std::vector<int64_t> attrs{to_tpj_dtype(compute), 0};
+  int64_t attrs[2] = {to_tpj_dtype(compute), 0};
   if (alpha && !is_one(*alpha)) {
     attrs[1] = 1;
     a.scalar(*alpha, compute, dev.index());
@@ -90,8 +94,7 @@ at::Tensor unary(const char* op, const at::Tensor& self, UKind kind) {
     compute = default_float();
   at::ScalarType out_dtype = compute;
   if (std::string(op) == "aten::abs" && c10::isComplexType(in)) out_dtype = c10::toRealValueType(in);
-  c10::DeviceGuard guard(self.device());
-  at::Tensor out = at::empty(self.sizes(), self.options().dtype(out_dtype));
+  at::Tensor out = new_output(self.sizes(), out_dtype, self.device());
   OpArgs a;
   a.tensor(self);
   run_op(op, self.device().index(), a, {to_tpj_dtype(compute)}, {out});

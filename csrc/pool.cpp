@@ -95,7 +95,9 @@ Tensor avg_pool3d_tpu(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArray
   const char* op = "aten::avg_pool3d";
   Tensor m = at::avg_pool3d(to_meta(self), k, s, p, ceil_mode, cip, div);
   check_avg3d_dtype(self, "avg_pool3d_out_frame");
-  if (!c10::isFloatingType(self.scalar_type())) {
+  // int64 is lowered exactly (its compute dtype is int64: wrapping sums, a
+  // truncating division, as CPU's kernel does); other integers are not.
+  if (!c10::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kLong) {
     // CPU sums integers in their own type (wrapping); not lowered: CPU's kernel, counted.
     dtype_fallback(op, self.scalar_type());
     return at::avg_pool3d(self.cpu(), k, s, p, ceil_mode, cip, div).to(self.device());

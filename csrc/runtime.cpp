@@ -3,6 +3,7 @@
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -16,6 +17,9 @@ std::string g_plugin_path;
 std::string g_config_error = "torch_pjrt was not configured (import torch_pjrt)";
 int g_cpu_devices = 0;
 tpj_rt_t* g_rt = nullptr;
+// g_rt once opened (it is never closed): every op asks for the runtime, and
+// the mutex it would take otherwise was a visible part of a small op's cost.
+std::atomic<tpj_rt_t*> g_rt_ready{nullptr};
 tpj_exec_t* g_exec = nullptr;
 std::string g_open_error;
 std::string g_cache_dir;
@@ -57,6 +61,7 @@ void open_locked() {
     tpj_status_free(tpj_exec_set_disk_cache(g_exec, g_cache_dir.c_str(), identity.c_str()));
   }
   g_rt = rt;
+  g_rt_ready.store(rt, std::memory_order_release);
 }
 }  // namespace
 
@@ -110,6 +115,7 @@ void check_not_forked();  // fork.cpp
 
 tpj_rt_t* rt() {
   check_not_forked();
+  if (tpj_rt_t* r = g_rt_ready.load(std::memory_order_acquire)) return r;
   std::lock_guard<std::mutex> lock(g_mu);
   open_locked();
   TORCH_CHECK(g_rt, g_open_error);
@@ -122,11 +128,13 @@ tpj_exec_t* exec() {
 }
 
 bool is_initialized() {
+  if (g_rt_ready.load(std::memory_order_acquire)) return true;
   std::lock_guard<std::mutex> lock(g_mu);
   return g_rt != nullptr;
 }
 
 int device_count_noexcept() {
+  if (tpj_rt_t* r = g_rt_ready.load(std::memory_order_acquire)) return tpj_rt_device_count(r);
   std::lock_guard<std::mutex> lock(g_mu);
   open_locked();
   return g_rt ? tpj_rt_device_count(g_rt) : 0;

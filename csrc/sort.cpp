@@ -208,7 +208,19 @@ bool complex_on_cpu(const Tensor& self, std::optional<at::ScalarType> dtype, con
   return true;
 }
 
+// A complex scan (misc2.c's tpj::complex_scan): product 0 sums, 1 multiplies.
+Tensor complex_scan(const Tensor& self, const Tensor& meta, int64_t dim, int64_t product) {
+  if (meta.numel() == 0) return at::empty(meta.sizes(), meta.options().device(self.device()));
+  return run1("tpj::complex_scan", self, meta, {wrap(dim, self), product});
+}
+
+bool is_complex_scan(const Tensor& self, std::optional<at::ScalarType> dtype) {
+  return dtype ? at::isComplexType(*dtype) : self.is_complex();
+}
+
 Tensor k_cumsum(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  if (is_complex_scan(self, dtype))
+    return complex_scan(self, at::cumsum(to_meta(self), dim, dtype), dim, 0);
   if (complex_on_cpu(self, dtype, "aten::cumsum"))
     return at::cumsum(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::cumsum(to_meta(self), dim, dtype);
@@ -216,6 +228,8 @@ Tensor k_cumsum(const Tensor& self, int64_t dim, std::optional<at::ScalarType> d
 }
 
 Tensor k_cumprod(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  if (is_complex_scan(self, dtype))
+    return complex_scan(self, at::cumprod(to_meta(self), dim, dtype), dim, 1);
   if (complex_on_cpu(self, dtype, "aten::cumprod"))
     return at::cumprod(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::cumprod(to_meta(self), dim, dtype);

@@ -107,7 +107,17 @@ std::tuple<Tensor, Tensor> k_std_mean(const Tensor& self, OptionalIntArrayRef di
 // ---- logsumexp, linalg_vector_norm -------------------------------------------
 
 Tensor k_logsumexp(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  if (at::isComplexType(self.scalar_type())) {  // no complex lowering: CPU's kernel, counted
+  if (at::isComplexType(self.scalar_type()) && self.numel() > 0) {
+    // CPU's formula for complex input, of ops native here: shift by the
+    // largest real part (an infinite one by 0).
+    check_supported(self, "aten::logsumexp");
+    std::vector<int64_t> dims = reduced_dims(self, dim);
+    Tensor maxes = at::amax(at::real(self), dims, true);
+    maxes = at::where(at::eq(at::abs(maxes), INFINITY), at::zeros_like(maxes), maxes);
+    Tensor sum = at::sum(at::exp(at::sub(self, maxes)), dims, keepdim);
+    return at::add(at::log(sum), keepdim ? maxes : maxes.squeeze(dims));
+  }
+  if (at::isComplexType(self.scalar_type())) {  // empty: CPU's kernel, counted
     check_supported(self, "aten::logsumexp");
     dtype_fallback("aten::logsumexp", self.scalar_type());
     return at::logsumexp(self.cpu(), dim, keepdim).to(self.device());

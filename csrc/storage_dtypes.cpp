@@ -53,7 +53,7 @@ at::Tensor with_dtype_keys(const at::Tensor& v) {
   return at::Tensor(std::move(impl));
 }
 
-void check_storage_only(const char* op, const OpArgs& a, const std::vector<at::Tensor>& outs) {
+void check_storage_only(const char* op, const OpArgs& a, c10::ArrayRef<at::Tensor> outs) {
   // Tensor operands are seen as the core sees them (complex32 reads as u32,
   // like uint32); outputs by their PyTorch dtype. Runtime scalars are made in
   // the dtype the glue computes in, which the outputs show.

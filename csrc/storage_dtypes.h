@@ -23,6 +23,6 @@ at::Tensor with_dtype_keys(const at::Tensor& v);
 // run_op's guard: only the storage ops (tpj::full, same-dtype tpj::view_copy)
 // may see a storage-only dtype; anything else raises rather than compute in a
 // lowering written for other types.
-void check_storage_only(const char* op, const OpArgs& a, const std::vector<at::Tensor>& outs);
+void check_storage_only(const char* op, const OpArgs& a, c10::ArrayRef<at::Tensor> outs);
 
 }  // namespace torch_pjrt

@@ -1,9 +1,12 @@
 // Tensors as the C core sees them: a box, a buffer, a view; and the one call
 // that runs a table op eagerly.
+#include <ATen/EmptyTensor.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/DeviceGuard.h>
 
 #include <algorithm>
+#include <cstring>
+#include <mutex>
 
 #include "common.h"
 #include "storage_dtypes.h"
@@ -119,12 +122,123 @@ void OpArgs::tensor(const at::Tensor& t_in) {
   args.push_back(a);
 }
 
-void OpArgs::scalar(const at::Scalar& s, at::ScalarType dt, int device) {
-  // A 0-d CPU tensor of the wanted dtype gives the scalar's bytes.
-  at::Tensor host = at::scalar_tensor(s, at::TensorOptions().dtype(dt));
+namespace {
+
+// The bytes of s as one element of dt (16 bytes at most), converted as
+// at::scalar_tensor(s, dt) converts it (Scalar::to, which raises on
+// overflow). False for a dtype this does not know.
+bool scalar_bytes(const at::Scalar& s, at::ScalarType dt, unsigned char* out, size_t* n) {
+#define TPJ_SCALAR_CASE(st, T)           \
+  case at::ScalarType::st: {             \
+    T v = s.to<T>();                     \
+    std::memcpy(out, &v, sizeof(v));     \
+    *n = sizeof(v);                      \
+    return true;                         \
+  }
+  switch (dt) {
+    TPJ_SCALAR_CASE(Bool, bool)
+    TPJ_SCALAR_CASE(Byte, uint8_t)
+    TPJ_SCALAR_CASE(Char, int8_t)
+    TPJ_SCALAR_CASE(Short, int16_t)
+    TPJ_SCALAR_CASE(Int, int32_t)
+    TPJ_SCALAR_CASE(Long, int64_t)
+    TPJ_SCALAR_CASE(Half, at::Half)
+    TPJ_SCALAR_CASE(BFloat16, at::BFloat16)
+    TPJ_SCALAR_CASE(Float, float)
+    TPJ_SCALAR_CASE(Double, double)
+    TPJ_SCALAR_CASE(ComplexFloat, c10::complex<float>)
+    TPJ_SCALAR_CASE(ComplexDouble, c10::complex<double>)
+    default:
+      return false;
+  }
+#undef TPJ_SCALAR_CASE
+}
+
+// Uploaded runtime scalars, kept for reuse: buffers are immutable, so one
+// 0-d buffer of (device, dtype, bytes) serves every call that passes that
+// value (x * 2.0 in a loop uploaded and waited for a buffer on each call).
+// Direct-mapped and small: a new value evicts what shared its slot.
+struct ScalarSlot {
+  tpj_rt_buffer_t* buf = nullptr;  // owned reference
+  int device = -1;
+  at::ScalarType dtype = at::ScalarType::Undefined;
+  size_t n = 0;
+  unsigned char bytes[16] = {};
+};
+constexpr size_t kScalarSlots = 64;
+std::mutex g_scalar_mu;
+ScalarSlot g_scalars[kScalarSlots];
+int64_t g_scalar_count = 0;
+
+size_t scalar_slot(int device, at::ScalarType dt, const unsigned char* b, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(device) << 8) ^
+               static_cast<uint64_t>(dt);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  return (h ^ (h >> 29)) % kScalarSlots;
+}
+
+// A new reference to the 0-d buffer holding s as dt on device.
+tpj_rt_buffer_t* scalar_buffer(const at::Scalar& s, at::ScalarType dt, int device) {
+  unsigned char b[16];
+  size_t n = 0;
   tpj_rt_buffer_t* buf = nullptr;
-  TPJ_CHECK(tpj_rt_buffer_from_host(rt(), device, to_tpj_dtype(dt), nullptr, 0,
-                                    host.data_ptr(), &buf));
+  if (!scalar_bytes(s, dt, b, &n)) {
+    // A 0-d CPU tensor of the wanted dtype gives the scalar's bytes.
+    at::Tensor host = at::scalar_tensor(s, at::TensorOptions().dtype(dt));
+    TPJ_CHECK(tpj_rt_buffer_from_host(rt(), device, to_tpj_dtype(dt), nullptr, 0,
+                                      host.data_ptr(), &buf));
+    return buf;
+  }
+  size_t k = scalar_slot(device, dt, b, n);
+  {
+    std::lock_guard<std::mutex> lock(g_scalar_mu);
+    ScalarSlot& e = g_scalars[k];
+    if (e.buf && e.device == device && e.dtype == dt && e.n == n &&
+        std::memcmp(e.bytes, b, n) == 0) {
+      tpj_rt_buffer_retain(e.buf);
+      return e.buf;
+    }
+  }
+  TPJ_CHECK(tpj_rt_buffer_from_host(rt(), device, to_tpj_dtype(dt), nullptr, 0, b, &buf));
+  tpj_rt_buffer_t* old = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_scalar_mu);
+    ScalarSlot& e = g_scalars[k];
+    old = e.buf;
+    if (!old) ++g_scalar_count;
+    tpj_rt_buffer_retain(buf);
+    e.buf = buf;
+    e.device = device;
+    e.dtype = dt;
+    e.n = n;
+    std::memcpy(e.bytes, b, n);
+  }
+  tpj_rt_buffer_release(old);
+  return buf;
+}
+
+}  // namespace
+
+void clear_scalar_cache() {
+  std::vector<tpj_rt_buffer_t*> drop;
+  {
+    std::lock_guard<std::mutex> lock(g_scalar_mu);
+    for (ScalarSlot& e : g_scalars) {
+      if (e.buf) drop.push_back(e.buf);
+      e = ScalarSlot();
+    }
+    g_scalar_count = 0;
+  }
+  for (tpj_rt_buffer_t* b : drop) tpj_rt_buffer_release(b);
+}
+
+int64_t scalar_cache_size() {
+  std::lock_guard<std::mutex> lock(g_scalar_mu);
+  return g_scalar_count;
+}
+
+void OpArgs::scalar(const at::Scalar& s, at::ScalarType dt, int device) {
+  tpj_rt_buffer_t* buf = scalar_buffer(s, dt, device);
   owned.push_back(buf);
   tpj_exec_arg_t a;
   std::memset(&a, 0, sizeof(a));
@@ -177,23 +291,30 @@ void write_view(const at::Tensor& dst, const at::Scalar& value) {
   write_view_with(dst, a);
 }
 
-void run_op(const char* op, int device, OpArgs& a, const std::vector<int64_t>& attrs,
-            const std::vector<at::Tensor>& outs) {
+void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
+            c10::ArrayRef<at::Tensor> outs) {
   check_storage_only(op, a, outs);
-  std::vector<tpj_rt_shape_t> shapes;
+  TORCH_INTERNAL_ASSERT(outs.size() <= TPJ_OP_MAX_OUT, op, ": too many outputs");
+  tpj_rt_shape_t shapes[TPJ_OP_MAX_OUT];
+  tpj_rt_buffer_t* results[TPJ_OP_MAX_OUT] = {};
   bool empty = true;
-  for (const auto& o : outs) {
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const at::Tensor& o = outs[i];
     TORCH_INTERNAL_ASSERT(covers_storage(o), op, ": output must be a fresh contiguous tensor");
-    shapes.push_back(shape_of(o));
+    shapes[i] = shape_of(o);
     if (o.numel() != 0) empty = false;
   }
   if (empty && !outs.empty()) return;  // nothing to compute
-  std::vector<tpj_rt_buffer_t*> results(outs.size(), nullptr);
   TPJ_CHECK(tpj_exec_run(exec(), op, device, a.args.data(), static_cast<int>(a.args.size()),
-                         attrs.data(), static_cast<int>(attrs.size()), shapes.data(),
-                         static_cast<int>(shapes.size()), results.data()));
+                         attrs.data(), static_cast<int>(attrs.size()), shapes,
+                         static_cast<int>(outs.size()), results));
   for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_of(outs[i]), results[i]);
   warn_disk_cache_once();
+}
+
+at::Tensor new_output(at::IntArrayRef sizes, at::ScalarType dtype, c10::Device device) {
+  c10::DeviceGuard guard(device);
+  return at::detail::empty_generic(sizes, allocator(), tpu_key_set(dtype), dtype, std::nullopt);
 }
 
 void warn_disk_cache_once() {
@@ -227,6 +348,11 @@ void add_operand(OpArgs& a, const at::Tensor& t, int device) {
     a.tensor(t);
   } else if (tpj_rt_buffer_t* traced = traced_scalar(t)) {
     a.buffer(traced);
+  } else if (!t.is_conj() && !t.is_neg() && t.scalar_type() == at::kDouble) {
+    // A Python float (a wrapped double): read it without item()'s dispatch.
+    a.scalar(at::Scalar(*t.const_data_ptr<double>()), t.scalar_type(), device);
+  } else if (!t.is_conj() && !t.is_neg() && t.scalar_type() == at::kLong) {
+    a.scalar(at::Scalar(*t.const_data_ptr<int64_t>()), t.scalar_type(), device);
   } else {
     a.scalar(t.item(), t.scalar_type(), device);
   }

@@ -49,29 +49,86 @@ void tpj_exec_destroy(tpj_exec_t* ex) {
 }
 
 /* The signature: everything that changes the program, nothing that only
- * changes values. */
+ * changes values. Binary, not text: one cached op's key is built and hashed
+ * on every eager call, and formatting numbers cost most of that. Each piece
+ * is fixed-width or counted, so the encoding is unambiguous (also when
+ * graph.c joins node keys). */
+static char* tpj_exec_put(char* p, int64_t v) {
+  memcpy(p, &v, sizeof(v));
+  return p + sizeof(v);
+}
+
+size_t tpj_exec_key_size(const char* op, const tpj_exec_arg_t* args, int nargs, int nattrs,
+                         const tpj_rt_shape_t* outs, int nouts, const int64_t* refs) {
+  size_t n = strlen(op) + 1 + 8 * (size_t)(2 + nattrs);
+  for (int i = 0; i < nargs; ++i) {
+    n += 8 * (size_t)((refs ? 1 : 0) + 1 + args[i].buf->ndim);
+    if (args[i].has_view) n += 8 * (size_t)(2 + 2 * args[i].view.ndim);
+  }
+  for (int i = 0; i < nouts; ++i) n += 8 * (size_t)(1 + outs[i].ndim);
+  return n;
+}
+
+size_t tpj_exec_key_write(char* dst, const char* op, const tpj_exec_arg_t* args, int nargs,
+                          const int64_t* attrs, int nattrs, const tpj_rt_shape_t* outs,
+                          int nouts, const int64_t* refs) {
+  size_t oplen = strlen(op) + 1;
+  memcpy(dst, op, oplen);
+  char* p = dst + oplen;
+  p = tpj_exec_put(p, ((int64_t)nargs << 32) | ((int64_t)nattrs << 16) | nouts);
+  for (int i = 0; i < nargs; ++i) {
+    const tpj_rt_buffer_t* bf = args[i].buf;
+    if (refs) p = tpj_exec_put(p, refs[i]);
+    p = tpj_exec_put(p, ((int64_t)bf->dtype << 32) | ((int64_t)bf->ndim << 8) |
+                            (args[i].has_view ? 1 : 0));
+    for (int d = 0; d < bf->ndim; ++d) p = tpj_exec_put(p, bf->dims[d]);
+    if (args[i].has_view) {
+      const tpj_view_t* v = &args[i].view;
+      p = tpj_exec_put(p, ((int64_t)v->dtype << 32) | v->ndim);
+      p = tpj_exec_put(p, v->offset);
+      for (int d = 0; d < v->ndim; ++d) {
+        p = tpj_exec_put(p, v->sizes[d]);
+        p = tpj_exec_put(p, v->strides[d]);
+      }
+    }
+  }
+  for (int i = 0; i < nattrs; ++i) p = tpj_exec_put(p, attrs[i]);
+  for (int i = 0; i < nouts; ++i) {
+    p = tpj_exec_put(p, ((int64_t)outs[i].dtype << 32) | outs[i].ndim);
+    for (int d = 0; d < outs[i].ndim; ++d) p = tpj_exec_put(p, outs[i].dims[d]);
+  }
+  p = tpj_exec_put(p, -1);  /* end mark */
+  return (size_t)(p - dst);
+}
+
 void tpj_exec_key(tpj_strbuf_t* k, const char* op, const tpj_exec_arg_t* args, int nargs,
                   const int64_t* attrs, int nattrs, const tpj_rt_shape_t* outs, int nouts,
                   const int64_t* refs) {
-  tpj_strbuf_puts(k, op);
-  for (int i = 0; i < nargs; ++i) {
-    const tpj_rt_buffer_t* bf = args[i].buf;
-    if (refs) tpj_strbuf_printf(k, "|r%lld", (long long)refs[i]);
-    tpj_strbuf_printf(k, "|b%d:", (int)bf->dtype);
-    for (int d = 0; d < bf->ndim; ++d) tpj_strbuf_printf(k, "%lld,", (long long)bf->dims[d]);
-    if (args[i].has_view) {
-      const tpj_view_t* v = &args[i].view;
-      tpj_strbuf_printf(k, "v%d@%lld:", (int)v->dtype, (long long)v->offset);
-      for (int d = 0; d < v->ndim; ++d)
-        tpj_strbuf_printf(k, "%lld/%lld,", (long long)v->sizes[d], (long long)v->strides[d]);
-    }
+  size_t n = tpj_exec_key_size(op, args, nargs, nattrs, outs, nouts, refs);
+  char* tmp = (char*)malloc(n);
+  if (!tmp) {
+    k->failed = 1;
+    return;
   }
-  tpj_strbuf_puts(k, "|a");
-  for (int i = 0; i < nattrs; ++i) tpj_strbuf_printf(k, "%lld,", (long long)attrs[i]);
-  for (int i = 0; i < nouts; ++i) {
-    tpj_strbuf_printf(k, "|o%d:", (int)outs[i].dtype);
-    for (int d = 0; d < outs[i].ndim; ++d) tpj_strbuf_printf(k, "%lld,", (long long)outs[i].dims[d]);
+  tpj_strbuf_append(k, tmp, tpj_exec_key_write(tmp, op, args, nargs, attrs, nattrs, outs, nouts,
+                                                refs));
+  free(tmp);
+}
+
+/* The cache's hash: eight bytes a step (FNV-1a's byte loop was a visible
+ * part of a cached call). Keys are compared in full on a hit. */
+static uint64_t tpj_exec_hash(const char* p, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
   }
+  uint64_t w = 0;
+  memcpy(&w, p, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
 }
 
 tpj_status_t tpj_exec_lower_node(tpj_hlo_builder_t* b, const char* op_name,
@@ -195,16 +252,18 @@ static tpj_status_t tpj_exec_lower_call(void* user, tpj_strbuf_t* text) {
                         c->nouts, text);
 }
 
-tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, tpj_strbuf_t* key, const char* name,
-                                 tpj_exec_lower_fn lower, void* user, tpj_rt_exe_t** out_exe) {
+tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len,
+                                 const char* name, tpj_exec_lower_fn lower, void* user,
+                                 tpj_rt_exe_t** out_exe) {
   *out_exe = NULL;
-  TPJ_RETURN_IF_ERROR(tpj_strbuf_status(key));
-  uint64_t h = tpj_hash_bytes(key->data, key->len, TPJ_HASH_SEED);
-  tpj_exec_entry_t* e = tpj_exec_find_locked(ex, h, key->data, key->len);
+  uint64_t h = tpj_exec_hash(key, key_len);
+  tpj_exec_entry_t* e = tpj_exec_find_locked(ex, h, key, key_len);
   if (e) {
     ex->m.cache_hits++;
-    tpj_exec_unlink(ex, e);
-    tpj_exec_push_front(ex, e);
+    if (ex->head != e) {
+      tpj_exec_unlink(ex, e);
+      tpj_exec_push_front(ex, e);
+    }
     tpj_rt_exe_retain(e->exe);
     *out_exe = e->exe;
     return NULL;
@@ -233,12 +292,16 @@ tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, tpj_strbuf_t* key, const char* 
     tpj_rt_exe_release(exe);
     return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   }
+  e->key = (char*)malloc(key_len ? key_len : 1);
+  if (!e->key) {
+    free(e);
+    tpj_rt_exe_release(exe);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  memcpy(e->key, key, key_len);
   e->hash = h;
   e->exe = exe;
-  e->key = key->data;
-  e->key_len = key->len;
-  key->data = NULL;  /* the entry owns the key's bytes now */
-  tpj_strbuf_init(key);
+  e->key_len = key_len;
   tpj_exec_entry_t** bucket = &ex->buckets[h & (uint64_t)(ex->nbuckets - 1)];
   e->chain = *bucket;
   *bucket = e;
@@ -271,24 +334,29 @@ tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
                              "%s: operand %d is on tpu:%d but the op runs on tpu:%d", op_name, i,
                              args[i].buf->device, device);
   }
+  /* The key is built before taking the lock (one lock per call; a traced
+   * call builds it for nothing, but tracing is not the hot path). Small
+   * keys, every eager op's, live on the stack. */
+  char small[1024];
+  size_t cap = tpj_exec_key_size(op_name, args, nargs, nattrs, out_shapes, nouts, NULL);
+  char* key = cap <= sizeof(small) ? small : (char*)malloc(cap);
+  if (!key) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  size_t key_len =
+      tpj_exec_key_write(key, op_name, args, nargs, attrs, nattrs, out_shapes, nouts, NULL);
+  tpj_exec_call_t call = {op_name, args, nargs, attrs, nattrs, out_shapes, nouts};
+  tpj_rt_exe_t* exe = NULL;
+  tpj_status_t s;
   pthread_mutex_lock(&ex->mu);
   if (ex->trace) {
-    tpj_status_t s = tpj_exec_trace_record_locked(ex, op_name, device, args, nargs, attrs,
-                                                  nattrs, out_shapes, nouts, outs);
+    s = tpj_exec_trace_record_locked(ex, op_name, device, args, nargs, attrs, nattrs,
+                                     out_shapes, nouts, outs);
     pthread_mutex_unlock(&ex->mu);
+    if (key != small) free(key);
     return s;
   }
+  s = tpj_exec_get_locked(ex, key, key_len, op_name, tpj_exec_lower_call, &call, &exe);
   pthread_mutex_unlock(&ex->mu);
-
-  tpj_strbuf_t key;
-  tpj_strbuf_init(&key);
-  tpj_exec_key(&key, op_name, args, nargs, attrs, nattrs, out_shapes, nouts, NULL);
-  tpj_exec_call_t call = {op_name, args, nargs, attrs, nattrs, out_shapes, nouts};
-  pthread_mutex_lock(&ex->mu);
-  tpj_rt_exe_t* exe = NULL;
-  tpj_status_t s = tpj_exec_get_locked(ex, &key, op_name, tpj_exec_lower_call, &call, &exe);
-  pthread_mutex_unlock(&ex->mu);
-  tpj_strbuf_free(&key);
+  if (key != small) free(key);
   if (s) return s;
   tpj_rt_buffer_t* bufs[TPJ_OP_MAX_IN];
   for (int i = 0; i < nargs; ++i) bufs[i] = args[i].buf;

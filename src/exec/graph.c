@@ -344,7 +344,10 @@ tpj_status_t tpj_exec_trace_end_donating(tpj_exec_t* ex, tpj_rt_buffer_t* const*
                                    nresults, "graph", alias};
     pthread_mutex_lock(&ex->mu);
     int64_t compiles = ex->m.compiles;
-    s = tpj_exec_get_locked(ex, &key, "compiled graph", tpj_exec_graph_lower, &L, &g->exe);
+    s = tpj_strbuf_status(&key);
+    if (!s)
+      s = tpj_exec_get_locked(ex, key.data, key.len, "compiled graph", tpj_exec_graph_lower, &L,
+                              &g->exe);
     if (ex->m.compiles != compiles) ex->m.graph_compiles++;
     pthread_mutex_unlock(&ex->mu);
   }

@@ -45,8 +45,15 @@ int tpj_exec_disk_load_locked(tpj_exec_t* ex, const tpj_strbuf_t* text, tpj_rt_e
 /* With ex->mu held: writes exe for this program text; failures only count. */
 void tpj_exec_disk_store_locked(tpj_exec_t* ex, const tpj_strbuf_t* text, const tpj_rt_exe_t* exe);
 
-/* Appends one op call's signature to k. refs, when not NULL, names each
- * argument's value inside a graph (nargs entries). */
+/* One op call's signature (binary; see exec.c). refs, when not NULL, names
+ * each argument's value inside a graph (nargs entries). key_size is an upper
+ * bound of what key_write writes to dst; key_write returns the length.
+ * tpj_exec_key appends the same bytes to k. */
+size_t tpj_exec_key_size(const char* op, const tpj_exec_arg_t* args, int nargs, int nattrs,
+                         const tpj_rt_shape_t* outs, int nouts, const int64_t* refs);
+size_t tpj_exec_key_write(char* dst, const char* op, const tpj_exec_arg_t* args, int nargs,
+                          const int64_t* attrs, int nattrs, const tpj_rt_shape_t* outs,
+                          int nouts, const int64_t* refs);
 void tpj_exec_key(tpj_strbuf_t* k, const char* op, const tpj_exec_arg_t* args, int nargs,
                   const int64_t* attrs, int nattrs, const tpj_rt_shape_t* outs, int nouts,
                   const int64_t* refs);
@@ -60,11 +67,12 @@ tpj_status_t tpj_exec_lower_node(tpj_hlo_builder_t* b, const char* op_name,
 
 typedef tpj_status_t (*tpj_exec_lower_fn)(void* user, tpj_strbuf_t* text);
 
-/* With ex->mu held: the executable cached under key, or lower(user) compiled
- * and cached. *out_exe is a new reference. key's bytes may be taken over by
- * the cache (key is left empty then); the caller still frees key. */
-tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, tpj_strbuf_t* key, const char* name,
-                                 tpj_exec_lower_fn lower, void* user, tpj_rt_exe_t** out_exe);
+/* With ex->mu held: the executable cached under key[key_len], or
+ * lower(user) compiled and cached (the cache copies the key). *out_exe is a
+ * new reference. */
+tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len,
+                                 const char* name, tpj_exec_lower_fn lower, void* user,
+                                 tpj_rt_exe_t** out_exe);
 
 /* With ex->mu held and a trace active: appends the call as a node and gives
  * its outputs placeholder buffers (owned by the caller). */

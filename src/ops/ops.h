@@ -373,6 +373,27 @@ void tpj_lower_grid_sampler(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_grid_sampler_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* regularized incomplete gamma (ops/igamma.c) */
 void tpj_lower_igamma(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* odds and ends (ops/misc2.c): cross, nanmedian, mode, unique_consecutive,
+ * glu, prelu, gcd/lcm, tril/triu_indices, segment_reduce, complex scans,
+ * bincount, matrix_exp */
+tpj_hlo_value_t tpj_ops_order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
+void tpj_lower_prelu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_prelu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_gcd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_glu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_glu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_lcm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_tri_indices(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_segment_reduce_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_bincount(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_matrix_exp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_linalg_cross(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_unique_consecutive(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_unique_consecutive_count(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,12 @@ static tpj_hlo_value_t order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
   return tpj_dtype_is_float(x.dtype) ? float_key(b, x) : sortable(b, x);
 }
 
+/* Exported for src/ops/misc2.c (nanmedian, mode): the same keys, so those
+ * orders agree with sort's. */
+tpj_hlo_value_t tpj_ops_order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  return order_key(b, x);
+}
+
 /* values and int64 indices of x sorted along dim; the values move as
  * payload, so they come out bit-exact. */
 static void sort_with_indices(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, int descending,

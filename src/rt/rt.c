@@ -57,6 +57,7 @@ struct tpj_rt {
   pthread_mutex_t mu;          /* guards pending and deferred */
   tpj_rt_pending_t* pending;
   size_t npending, cap_pending;
+  size_t prune_at;             /* npending at which the next launch prunes */
   tpj_status_t deferred;       /* first async failure seen while pruning */
   char inject_op[64];          /* testing: the next completion of this op fails */
   int track_done;              /* marks are alive: launches get done times (callbacks) */
@@ -356,6 +357,7 @@ tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
   tpj_rt_t* rt = (tpj_rt_t*)calloc(1, sizeof(*rt));
   if (!rt) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   rt->api = api;
+  rt->prune_at = 64;
   pthread_mutex_init(&rt->mu, NULL);
   rt->plugin_path = tpj_strndup(plugin_path, strlen(plugin_path));
 
@@ -985,7 +987,13 @@ static void tpj_rt_trace_locked(tpj_rt_t* rt, tpj_rt_pending_t* p, int64_t t_lau
 static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
                                     const char* op, int64_t t_launch) {
   pthread_mutex_lock(&rt->mu);
-  if (rt->npending >= 64) tpj_rt_prune_locked(rt);
+  /* Pruning asks every pending event whether it is ready; with work backed
+   * up behind a slow op that would be each launch asking them all again, so
+   * the next prune waits until the list has doubled. */
+  if (rt->npending >= rt->prune_at) {
+    tpj_rt_prune_locked(rt);
+    rt->prune_at = rt->npending < 32 ? 64 : 2 * rt->npending;
+  }
   if (rt->npending == rt->cap_pending) {
     size_t cap = rt->cap_pending ? rt->cap_pending * 2 : 64;
     tpj_rt_pending_t* p =
@@ -1002,7 +1010,11 @@ static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, in
   p->device = device;
   p->stream = stream;
   p->done = NULL;
-  snprintf(p->op, sizeof(p->op), "%s", op ? op : "op");
+  /* a bounded copy, not snprintf: this runs on every launch */
+  const char* name = op ? op : "op";
+  size_t len = strnlen(name, sizeof(p->op) - 1);
+  memcpy(p->op, name, len);
+  p->op[len] = 0;
   if (rt->track_done) tpj_rt_done_of_locked(rt, p);
   if (rt->tracing) tpj_rt_trace_locked(rt, p, t_launch);
   pthread_mutex_unlock(&rt->mu);
@@ -1109,6 +1121,7 @@ static tpj_status_t tpj_rt_await_matching(tpj_rt_t* rt, int device, int64_t stre
     tpj_rt_retire(rt, p, &first);
   }
   rt->npending = keep;
+  if (keep < 32) rt->prune_at = 64;
   pthread_mutex_unlock(&rt->mu);
   return first;
 }
