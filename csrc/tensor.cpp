@@ -168,7 +168,6 @@ struct ScalarSlot {
 constexpr size_t kScalarSlots = 64;
 std::mutex g_scalar_mu;
 ScalarSlot g_scalars[kScalarSlots];
-int64_t g_scalar_count = 0;
 
 size_t scalar_slot(int device, at::ScalarType dt, const unsigned char* b, size_t n) {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(device) << 8) ^
@@ -205,7 +204,6 @@ tpj_rt_buffer_t* scalar_buffer(const at::Scalar& s, at::ScalarType dt, int devic
     std::lock_guard<std::mutex> lock(g_scalar_mu);
     ScalarSlot& e = g_scalars[k];
     old = e.buf;
-    if (!old) ++g_scalar_count;
     tpj_rt_buffer_retain(buf);
     e.buf = buf;
     e.device = device;
@@ -227,14 +225,19 @@ void clear_scalar_cache() {
       if (e.buf) drop.push_back(e.buf);
       e = ScalarSlot();
     }
-    g_scalar_count = 0;
   }
   for (tpj_rt_buffer_t* b : drop) tpj_rt_buffer_release(b);
 }
 
 int64_t scalar_cache_size() {
+  // Only the buffers no one but the cache holds: a scalar a captured graph
+  // also keeps (as its constant) is live for that graph, and stays counted
+  // after the cache evicts it.
   std::lock_guard<std::mutex> lock(g_scalar_mu);
-  return g_scalar_count;
+  int64_t n = 0;
+  for (const ScalarSlot& e : g_scalars)
+    if (e.buf && __atomic_load_n(&e.buf->refcount, __ATOMIC_ACQUIRE) == 1) ++n;
+  return n;
 }
 
 void OpArgs::scalar(const at::Scalar& s, at::ScalarType dt, int device) {

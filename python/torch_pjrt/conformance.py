@@ -219,9 +219,10 @@ def _same_policy(kwargs, dtype):
         return kwargs
     from torch.nn.modules import linear_cross_entropy_options as lceo
 
+    # Only the accumulation policy: chunking_method must stay "auto" where the
+    # sample gives batch_chunk_size, and chunk sizes do not change the answer.
     pick = lceo._AUTO_DEFAULTS.get(("tpu", dtype), lceo._AUTO_FALLBACK)
-    opts = dataclasses.replace(opts, acc_policy=pick.acc_policy,
-                               chunking_method=pick.chunking_method)
+    opts = dataclasses.replace(opts, acc_policy=pick.acc_policy)
     return {**kwargs, "options": opts}
 
 
