@@ -246,7 +246,9 @@ Tensor multi_margin(const Tensor& x, const Tensor& t, const Scalar& p, const Sca
   const char* op = "aten::multi_margin_loss";
   bool hw = w && w->defined();
   check_margin_dtype(x, "multi_margin_loss_cpu_kernel");
-  Tensor m = margin_loss_shape(x, reduction, meta_or_cpu_error(
+  // CPU's unreduced result for one sample is shaped like the target: () for a
+  // 0-d target, (1,) for a (1,) one (the meta function says (1,) for both).
+  Tensor m = margin_loss_shape(x, t.dim() == 0 ? reduction : -1, meta_or_cpu_error(
       [&] { return at::multi_margin_loss(to_meta(x), to_meta(t), p, margin,
                                          hw ? to_meta(*w) : Tensor(), reduction); },
       [&] { at::multi_margin_loss(zeros_cpu(x), zeros_cpu(t), p, margin,

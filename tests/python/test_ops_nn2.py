@@ -319,6 +319,9 @@ def test_margin_losses(reduction):
     check(lambda x: F.multi_margin_loss(x, t.to(x.device), reduction=reduction), x)
     check(lambda x: F.multi_margin_loss(x, t.to(x.device), p=2, margin=0.7, weight=w.to(x.device),
                                         reduction=reduction), x)
+    # one sample: CPU's unreduced multi-margin loss is shaped like the target, () or (1,)
+    for one in (t[1], t[1:2]):
+        check(lambda x: F.multi_margin_loss(x, one.to(x.device), reduction=reduction), x[1])
     lt = torch.tensor([[0, 3, -1, 1], [1, 1, 2, -1], [3, 2, 1, 0], [-1, 0, 0, 0], [2, -1, 3, 3]])
     check(lambda x: F.multilabel_margin_loss(x, lt.to(x.device), reduction=reduction), x)
     check(lambda x: F.multilabel_margin_loss(x, lt[1].to(x.device), reduction=reduction), x[1])
