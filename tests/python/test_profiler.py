@@ -77,7 +77,11 @@ def test_legacy_profiler_reports_device_time(no_leaks):
     with torch.autograd.profiler.profile(use_device="tpu", use_kineto=False) as prof:
         _work()
     avg = {e.key: e for e in prof.key_averages()}
-    for op in ("aten::mm", "aten::relu", "aten::add"):
+    ops = ("aten::mm", "aten::relu", "aten::add")
+    for op in ops:
         assert op in avg, (op, sorted(avg))
-        assert avg[op].device_time_total > 0, op
+        assert avg[op].device_time_total >= 0, op
+    # A tiny add or relu can take under the 1 us resolution; together with the
+    # matmul they cannot all be 0 if device time is recorded at all.
+    assert sum(avg[op].device_time_total for op in ops) > 0
     assert "TPU total" in prof.key_averages().table(row_limit=5)
