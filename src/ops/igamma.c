@@ -19,22 +19,12 @@
 #include "hlo/special.h"
 #include "ops/igamma_table.h"
 #include "ops/ops.h"
+#include "ops/sugar.h"
 
-#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
-#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
-#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
-#define DIV(x, y) tpj_hlo_emit_binary(b, "stablehlo.divide", x, y)
-#define AND(x, y) tpj_hlo_emit_binary(b, "stablehlo.and", x, y)
-#define OR(x, y) tpj_hlo_emit_binary(b, "stablehlo.or", x, y)
+/* shorthand sugar.h does not provide */
 #define NOT(x) tpj_hlo_emit_unary(b, "stablehlo.not", x)
-#define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
-#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
 #define U(op, x) tpj_hlo_emit_unary(b, "stablehlo." op, x)
-#define C(x, v) tpj_ig_c(b, x, v)
-
-static tpj_hlo_value_t tpj_ig_c(tpj_hlo_builder_t* b, tpj_hlo_value_t x, double v) {
-  return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, x.dtype, v), x.dims, x.ndim);
-}
+#define C(x, v) tpj_ops_const_like(b, x, v)
 
 static double tpj_ig_machep(tpj_dtype_t dt) {
   return dt == TPJ_F64 ? 1.11022302462515654042E-16 : 5.9604644775390625E-8;
