@@ -1,5 +1,8 @@
 // The CPU fallback: an aten op with no tpu kernel runs on PyTorch's CPU
-// kernels, is counted, and with TORCH_PJRT_FALLBACK=error is refused.
+// kernels, is counted, and with TORCH_PJRT_FALLBACK=error is refused. The
+// policy (fallback_policy) is written once here for every path that runs an
+// op on the CPU: the boxed dense and sparse fallbacks below, dtype_fallback
+// (glue kernels without a lowering for a dtype) and the storage-only dtypes.
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
@@ -8,12 +11,9 @@
 #include <mutex>
 
 #include "common.h"
+#include "fallback.h"
 
 namespace torch_pjrt {
-
-// outform.cpp: an out= overload whose functional form is native runs that.
-bool try_native_out_form(const c10::OperatorHandle& op, torch::jit::Stack* stack);
-
 namespace {
 
 std::mutex g_mu;
@@ -33,24 +33,18 @@ Mode fallback_mode() {
   return Mode::kWarn;
 }
 
+// "aten::name.overload" (the overload only when it has one), as fallbacks()
+// counts ops.
+std::string full_name(const c10::OperatorHandle& op) {
+  const auto& name = op.schema().operator_name();
+  return name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+}
+
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // Not a fallback: the functional kernel computes, the out is written on tpu.
   if (try_native_out_form(op, stack)) return;
-  const auto& name = op.schema().operator_name();
-  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
-  Mode mode = fallback_mode();
-  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, full,
-                              " has no tpu lowering and TORCH_PJRT_FALLBACK=error forbids "
-                              "running it on the CPU");
-  bool first;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    first = g_counts.find(full) == g_counts.end();
-  }
-  count_fallback(full);
-  if (mode == Mode::kWarn && first)
-    TORCH_WARN(full, " has no tpu lowering: it runs on the CPU (slower; counted in "
-               "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
+  std::string full = full_name(op);
+  fallback_policy(full, full, full, /*slower=*/true);
   at::native::cpu_fallback(op, stack);
 }
 
@@ -61,21 +55,27 @@ void count_fallback(const std::string& op) {
   g_counts[op] += 1;
 }
 
-void dtype_fallback(const char* op, at::ScalarType t) {
+void fallback_policy(const std::string& key, const std::string& refused,
+                     const std::string& warned, bool slower) {
   Mode mode = fallback_mode();
-  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, op, " for ", t,
+  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, refused,
                               " has no tpu lowering and TORCH_PJRT_FALLBACK=error forbids "
                               "running it on the CPU");
-  std::string full = op;
   bool first;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    first = g_counts.find(full) == g_counts.end();
+    first = g_counts.find(key) == g_counts.end();
   }
-  count_fallback(full);
+  count_fallback(key);
   if (mode == Mode::kWarn && first)
-    TORCH_WARN(full, " for ", t, " has no tpu lowering: it runs on the CPU (counted in "
-               "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
+    TORCH_WARN(warned, " has no tpu lowering: it runs on the CPU (", slower ? "slower; " : "",
+               "counted in torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, "
+               "=error forbids it)");
+}
+
+void dtype_fallback(const char* op, at::ScalarType t) {
+  std::string what = std::string(op) + " for " + c10::toString(t);
+  fallback_policy(op, what, what, /*slower=*/false);
 }
 
 std::map<std::string, int64_t> fallback_counts() {
@@ -95,9 +95,6 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 
 namespace torch_pjrt {
-namespace {
-
-}  // namespace
 
 // Quantized tpu tensors would otherwise reach a dispatcher dump.
 void unsupported_layout(const c10::OperatorHandle& op, torch::jit::Stack*) {
@@ -106,9 +103,6 @@ void unsupported_layout(const c10::OperatorHandle& op, torch::jit::Stack*) {
                               "on tpu; convert with .dequantize() on the CPU first");
 }
 
-}  // namespace torch_pjrt
-
-namespace torch_pjrt {
 namespace {
 
 // An op on a sparse tpu tensor that sparse.cpp does not compute on tpu:
@@ -118,22 +112,9 @@ namespace {
 // Counted as "<op> (sparse)" so it is not mistaken for the dense op.
 void sparse_fallback_on(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                         c10::DispatchKey cpu_key) {
-  const auto& name = op.schema().operator_name();
-  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
-  Mode mode = fallback_mode();
-  TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, full,
-                              " on a sparse tensor has no tpu lowering and "
-                              "TORCH_PJRT_FALLBACK=error forbids running it on the CPU");
-  full += " (sparse)";
-  bool first;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    first = g_counts.find(full) == g_counts.end();
-  }
-  count_fallback(full);
-  if (mode == Mode::kWarn && first)
-    TORCH_WARN(full, " has no tpu lowering: it runs on the CPU (slower; counted in "
-               "torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, =error forbids it)");
+  std::string full = full_name(op);
+  fallback_policy(full + " (sparse)", full + " on a sparse tensor", full + " (sparse)",
+                  /*slower=*/true);
   // Some CPU kernels keep what backward needs only when an input requires
   // grad (_sparse_mm_reduce_impl's arg_out): the CPU copies of read-only
   // arguments carry the flag (this runs below autograd; nothing is recorded).
@@ -175,9 +156,8 @@ void sparse_fallback_on(const c10::OperatorHandle& op, torch::jit::Stack* stack,
 // reach their composite kernel).
 void sparse_csr_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (const auto& arg : op.schema().arguments()) {
-    const auto& name = op.schema().operator_name();
     TORCH_CHECK_NOT_IMPLEMENTED(
-        !arg.is_out(), name.name, (name.overload_name.empty() ? "" : "." + name.overload_name),
+        !arg.is_out(), full_name(op),
         ": this op on sparse compressed (CSR/CSC/BSR/BSC) tensors is not supported on tpu; "
         "convert with .to_sparse() (COO) or .to_dense() first");
   }

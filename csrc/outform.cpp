@@ -53,6 +53,7 @@
 #include <string>
 
 #include "common.h"
+#include "fallback.h"
 
 namespace torch_pjrt {
 namespace {

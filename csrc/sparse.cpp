@@ -97,14 +97,9 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "fallback.h"
 
 namespace torch_pjrt {
-
-// fallback.cpp: runs the op's CPU kernel on CPU copies of its tpu arguments.
-void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
-// The same for sparse compressed tensors (SparseCsrCPU's kernels).
-void sparse_csr_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack);
-
 namespace {
 
 // Runs `name` through the counted CPU fallback: for a call the native kernel
