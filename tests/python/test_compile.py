@@ -8,14 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import torch_pjrt
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    torch_pjrt.reset_metrics()
-    yield
-    torch._dynamo.reset()
+from _compile_fixtures import _fresh_dynamo  # noqa: F401 (autouse)
 
 
 def test_backend_found_by_name_after_bare_import():

@@ -9,14 +9,7 @@ import torch.nn.functional as F
 
 import torch_pjrt
 from models import SmallCNN, TinyLM, cnn_batches
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    torch_pjrt.reset_metrics()
-    yield
-    torch._dynamo.reset()
+from _compile_fixtures import _fresh_dynamo  # noqa: F401 (autouse)
 
 
 def _lm():
