@@ -6,7 +6,6 @@
 // argument checks come from the meta functions; errors that depend on the
 // values (singular, not positive-definite, bad pivots) are checked on the
 // host as the CPU kernels check them.
-#include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -68,13 +67,6 @@ c10::Device dev_of(const char* op, std::initializer_list<const Tensor*> ts) {
   return common_device(op, ts);
 }
 
-// out= forms: resize like PyTorch's out kernels, then write.
-Tensor& put(Tensor& out, const Tensor& r, const char* op) {
-  at::native::resize_output(out, r.sizes());
-  assign_result(out, r, op);
-  return out;
-}
-
 // ---- Cholesky ---------------------------------------------------------------
 
 T2 k_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
@@ -91,8 +83,8 @@ T2 k_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
 std::tuple<Tensor&, Tensor&> k_cholesky_ex_out(const Tensor& A, bool upper, bool check_errors,
                                              Tensor& L, Tensor& info) {
   T2 r = k_cholesky_ex(A, upper, check_errors);
-  put(L, std::get<0>(r), "aten::linalg_cholesky_ex");
-  put(info, std::get<1>(r), "aten::linalg_cholesky_ex");
+  out_result(L, std::get<0>(r), "aten::linalg_cholesky_ex");
+  out_result(info, std::get<1>(r), "aten::linalg_cholesky_ex");
   return {L, info};
 }
 
@@ -119,7 +111,7 @@ Tensor k_cholesky(const Tensor& self, bool upper) {
 }
 
 Tensor& k_cholesky_out(const Tensor& self, bool upper, Tensor& out) {
-  return put(out, k_cholesky(self, upper), "aten::cholesky");
+  return out_result(out, k_cholesky(self, upper), "aten::cholesky");
 }
 
 // ---- triangular solves --------------------------------------------------------
@@ -138,7 +130,8 @@ Tensor k_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool lef
 
 Tensor& k_solve_triangular_out(const Tensor& A, const Tensor& B, bool upper, bool left, bool unit,
                              Tensor& out) {
-  return put(out, k_solve_triangular(A, B, upper, left, unit), "aten::linalg_solve_triangular");
+  return out_result(out, k_solve_triangular(A, B, upper, left, unit),
+                    "aten::linalg_solve_triangular");
 }
 
 T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool transpose, bool unit) {
@@ -166,8 +159,8 @@ T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool tran
 std::tuple<Tensor&, Tensor&> k_triangular_solve_out(const Tensor& self, const Tensor& A, bool upper,
                                                   bool transpose, bool unit, Tensor& X, Tensor& M) {
   T2 r = k_triangular_solve(self, A, upper, transpose, unit);
-  put(X, std::get<0>(r), "aten::triangular_solve");
-  put(M, std::get<1>(r), "aten::triangular_solve");
+  out_result(X, std::get<0>(r), "aten::triangular_solve");
+  out_result(M, std::get<1>(r), "aten::triangular_solve");
   return {X, M};
 }
 
@@ -182,7 +175,8 @@ Tensor k_cholesky_solve_helper(const Tensor& self, const Tensor& A, bool upper) 
 }
 
 Tensor& k_cholesky_solve_helper_out(const Tensor& self, const Tensor& A, bool upper, Tensor& out) {
-  return put(out, k_cholesky_solve_helper(self, A, upper), "aten::_cholesky_solve_helper");
+  return out_result(out, k_cholesky_solve_helper(self, A, upper),
+                    "aten::_cholesky_solve_helper");
 }
 
 Tensor k_cholesky_inverse(const Tensor& self, bool upper) {
@@ -196,7 +190,7 @@ Tensor k_cholesky_inverse(const Tensor& self, bool upper) {
 }
 
 Tensor& k_cholesky_inverse_out(const Tensor& self, bool upper, Tensor& out) {
-  return put(out, k_cholesky_inverse(self, upper), "aten::cholesky_inverse");
+  return out_result(out, k_cholesky_inverse(self, upper), "aten::cholesky_inverse");
 }
 
 // ---- LU ---------------------------------------------------------------------------
@@ -221,9 +215,9 @@ std::tuple<Tensor&, Tensor&, Tensor&> k_lu_factor_ex_out(const Tensor& A, bool p
                                                       bool check_errors, Tensor& LU,
                                                       Tensor& pivots, Tensor& info) {
   T3 r = k_lu_factor_ex(A, pivot, check_errors);
-  put(LU, std::get<0>(r), "aten::linalg_lu_factor_ex");
-  put(pivots, std::get<1>(r), "aten::linalg_lu_factor_ex");
-  put(info, std::get<2>(r), "aten::linalg_lu_factor_ex");
+  out_result(LU, std::get<0>(r), "aten::linalg_lu_factor_ex");
+  out_result(pivots, std::get<1>(r), "aten::linalg_lu_factor_ex");
+  out_result(info, std::get<2>(r), "aten::linalg_lu_factor_ex");
   return {LU, pivots, info};
 }
 
@@ -240,9 +234,9 @@ T3 k_linalg_lu(const Tensor& A, bool pivot) {
 std::tuple<Tensor&, Tensor&, Tensor&> k_linalg_lu_out(const Tensor& A, bool pivot, Tensor& P,
                                                    Tensor& L, Tensor& U) {
   T3 r = k_linalg_lu(A, pivot);
-  put(P, std::get<0>(r), "aten::linalg_lu");
-  put(L, std::get<1>(r), "aten::linalg_lu");
-  put(U, std::get<2>(r), "aten::linalg_lu");
+  out_result(P, std::get<0>(r), "aten::linalg_lu");
+  out_result(L, std::get<1>(r), "aten::linalg_lu");
+  out_result(U, std::get<2>(r), "aten::linalg_lu");
   return {P, L, U};
 }
 
@@ -268,9 +262,9 @@ std::tuple<Tensor&, Tensor&, Tensor&> k_lu_unpack_out(const Tensor& LU, const Te
                                                    bool unpack_data, bool unpack_pivots,
                                                    Tensor& P, Tensor& L, Tensor& U) {
   T3 r = k_lu_unpack(LU, pivots, unpack_data, unpack_pivots);
-  put(P, std::get<0>(r), "aten::lu_unpack");
-  put(L, std::get<1>(r), "aten::lu_unpack");
-  put(U, std::get<2>(r), "aten::lu_unpack");
+  out_result(P, std::get<0>(r), "aten::lu_unpack");
+  out_result(L, std::get<1>(r), "aten::lu_unpack");
+  out_result(U, std::get<2>(r), "aten::lu_unpack");
   return {P, L, U};
 }
 
@@ -293,7 +287,7 @@ Tensor k_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool 
 
 Tensor& k_lu_solve_out(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left,
                      bool adjoint, Tensor& out) {
-  return put(out, k_lu_solve(LU, pivots, B, left, adjoint), "aten::linalg_lu_solve");
+  return out_result(out, k_lu_solve(LU, pivots, B, left, adjoint), "aten::linalg_lu_solve");
 }
 
 T2 k_inv_ex(const Tensor& A, bool check_errors) {
@@ -310,8 +304,8 @@ T2 k_inv_ex(const Tensor& A, bool check_errors) {
 std::tuple<Tensor&, Tensor&> k_inv_ex_out(const Tensor& A, bool check_errors, Tensor& inverse,
                                         Tensor& info) {
   T2 r = k_inv_ex(A, check_errors);
-  put(inverse, std::get<0>(r), "aten::linalg_inv_ex");
-  put(info, std::get<1>(r), "aten::linalg_inv_ex");
+  out_result(inverse, std::get<0>(r), "aten::linalg_inv_ex");
+  out_result(info, std::get<1>(r), "aten::linalg_inv_ex");
   return {inverse, info};
 }
 
@@ -334,10 +328,10 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> k_solve_ex_out(const Tensor& A, c
                                                             Tensor& result, Tensor& LU,
                                                             Tensor& pivots, Tensor& info) {
   T4 r = k_solve_ex(A, B, left, check_errors);
-  put(result, std::get<0>(r), "aten::_linalg_solve_ex");
-  put(LU, std::get<1>(r), "aten::_linalg_solve_ex");
-  put(pivots, std::get<2>(r), "aten::_linalg_solve_ex");
-  put(info, std::get<3>(r), "aten::_linalg_solve_ex");
+  out_result(result, std::get<0>(r), "aten::_linalg_solve_ex");
+  out_result(LU, std::get<1>(r), "aten::_linalg_solve_ex");
+  out_result(pivots, std::get<2>(r), "aten::_linalg_solve_ex");
+  out_result(info, std::get<3>(r), "aten::_linalg_solve_ex");
   return {result, LU, pivots, info};
 }
 
@@ -354,9 +348,9 @@ T3 k_det(const Tensor& A) {
 std::tuple<Tensor&, Tensor&, Tensor&> k_det_out(const Tensor& A, Tensor& result, Tensor& LU,
                                              Tensor& pivots) {
   T3 r = k_det(A);
-  put(result, std::get<0>(r), "aten::_linalg_det");
-  put(LU, std::get<1>(r), "aten::_linalg_det");
-  put(pivots, std::get<2>(r), "aten::_linalg_det");
+  out_result(result, std::get<0>(r), "aten::_linalg_det");
+  out_result(LU, std::get<1>(r), "aten::_linalg_det");
+  out_result(pivots, std::get<2>(r), "aten::_linalg_det");
   return {result, LU, pivots};
 }
 
@@ -374,10 +368,10 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> k_slogdet_out(const Tensor& A, Te
                                                            Tensor& logabsdet, Tensor& LU,
                                                            Tensor& pivots) {
   T4 r = k_slogdet(A);
-  put(sign, std::get<0>(r), "aten::_linalg_slogdet");
-  put(logabsdet, std::get<1>(r), "aten::_linalg_slogdet");
-  put(LU, std::get<2>(r), "aten::_linalg_slogdet");
-  put(pivots, std::get<3>(r), "aten::_linalg_slogdet");
+  out_result(sign, std::get<0>(r), "aten::_linalg_slogdet");
+  out_result(logabsdet, std::get<1>(r), "aten::_linalg_slogdet");
+  out_result(LU, std::get<2>(r), "aten::_linalg_slogdet");
+  out_result(pivots, std::get<3>(r), "aten::_linalg_slogdet");
   return {sign, logabsdet, LU, pivots};
 }
 
@@ -403,8 +397,8 @@ T2 k_geqrf(const Tensor& self) {
 
 std::tuple<Tensor&, Tensor&> k_geqrf_out(const Tensor& self, Tensor& a, Tensor& tau) {
   T2 r = k_geqrf(self);
-  put(a, std::get<0>(r), "aten::geqrf");
-  put(tau, std::get<1>(r), "aten::geqrf");
+  out_result(a, std::get<0>(r), "aten::geqrf");
+  out_result(tau, std::get<1>(r), "aten::geqrf");
   return {a, tau};
 }
 
@@ -419,7 +413,7 @@ Tensor k_householder_product(const Tensor& input, const Tensor& tau) {
 }
 
 Tensor& k_householder_product_out(const Tensor& input, const Tensor& tau, Tensor& out) {
-  return put(out, k_householder_product(input, tau), "aten::linalg_householder_product");
+  return out_result(out, k_householder_product(input, tau), "aten::linalg_householder_product");
 }
 
 T2 k_linalg_qr(const Tensor& A, c10::string_view mode) {
@@ -441,8 +435,8 @@ T2 k_linalg_qr(const Tensor& A, c10::string_view mode) {
 std::tuple<Tensor&, Tensor&> k_linalg_qr_out(const Tensor& A, c10::string_view mode, Tensor& Q,
                                            Tensor& R) {
   T2 r = k_linalg_qr(A, mode);
-  put(Q, std::get<0>(r), "aten::linalg_qr");
-  put(R, std::get<1>(r), "aten::linalg_qr");
+  out_result(Q, std::get<0>(r), "aten::linalg_qr");
+  out_result(R, std::get<1>(r), "aten::linalg_qr");
   return {Q, R};
 }
 
@@ -465,8 +459,8 @@ T2 k_linalg_eigh(const Tensor& A, c10::string_view uplo, bool compute_v) {
 std::tuple<Tensor&, Tensor&> k_linalg_eigh_out(const Tensor& A, c10::string_view uplo,
                                              bool compute_v, Tensor& values, Tensor& vectors) {
   T2 r = k_linalg_eigh(A, uplo, compute_v);
-  put(values, std::get<0>(r), "aten::_linalg_eigh");
-  put(vectors, std::get<1>(r), "aten::_linalg_eigh");
+  out_result(values, std::get<0>(r), "aten::_linalg_eigh");
+  out_result(vectors, std::get<1>(r), "aten::_linalg_eigh");
   return {values, vectors};
 }
 

@@ -1,6 +1,6 @@
 // Glue for the three ops every torch.fft function, stft and istft reach:
-// _fft_c2c, _fft_r2c and _fft_c2r (and their .out forms); their autograd
-// formulas call the same three. Output shapes come from PyTorch's meta
+// _fft_c2c, _fft_r2c and _fft_c2r (their .out forms are served by
+// outform.cpp); their autograd formulas call the same three. Output shapes come from PyTorch's meta
 // functions; the lowering is src/ops/fft.c. float32/float64 (r2c) and
 // complex64/complex128 (c2c, c2r) run natively. Other dtypes, empty tensors
 // and out-of-contract c2r sizes go to CPU's kernel, which raises CPU's error
@@ -91,21 +91,6 @@ Tensor fft_c2c(const Tensor& self, c10::SymIntArrayRef sym_dim, int64_t norm, bo
   return run_fft("aten::_fft_c2c", kC2C, self, dim, norm, forward ? 1 : 0, f);
 }
 
-Tensor& fft_r2c_out(const Tensor& self, at::IntArrayRef dim, int64_t norm, bool onesided,
-                    Tensor& out) {
-  return out_result(out, fft_r2c(self, dim, norm, onesided), "aten::_fft_r2c.out");
-}
-
-Tensor& fft_c2r_out(const Tensor& self, at::IntArrayRef dim, int64_t norm, c10::SymInt last,
-                    Tensor& out) {
-  return out_result(out, fft_c2r(self, dim, norm, std::move(last)), "aten::_fft_c2r.out");
-}
-
-Tensor& fft_c2c_out(const Tensor& self, c10::SymIntArrayRef dim, int64_t norm, bool forward,
-                    Tensor& out) {
-  return out_result(out, fft_c2c(self, dim, norm, forward), "aten::_fft_c2c.out");
-}
-
 // On the Conjugate key (hfft passes a conjugate view to _fft_c2r; so do
 // autograd formulas): PyTorch's conjugate fallback would resolve the view
 // through clone -> _copy_from, which for tpu goes through the host. A tpu
@@ -136,11 +121,8 @@ Tensor fft_c2c_conj(c10::DispatchKeySet ks, const Tensor& self, c10::SymIntArray
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
   m.impl("_fft_r2c", TORCH_FN(fft_r2c));
-  m.impl("_fft_r2c.out", TORCH_FN(fft_r2c_out));
   m.impl("_fft_c2r", TORCH_FN(fft_c2r));
-  m.impl("_fft_c2r.out", TORCH_FN(fft_c2r_out));
   m.impl("_fft_c2c", TORCH_FN(fft_c2c));
-  m.impl("_fft_c2c.out", TORCH_FN(fft_c2c_out));
 }
 
 TORCH_LIBRARY_IMPL(aten, Conjugate, m) {

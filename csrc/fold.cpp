@@ -143,33 +143,12 @@ Tensor max_unpool3d(const Tensor& x, const Tensor& idx, c10::SymIntArrayRef size
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  using namespace torch_pjrt;
-  using at::IntArrayRef;
-  using at::Tensor;
-  using SymArr = c10::SymIntArrayRef;
+  // The out= forms are served by outform.cpp: the functional kernel, then
+  // CPU's out= rules (CPU checks no overlap for these ops; the result is
+  // computed before the out is written, so an overlapping out is exact).
   m.impl("im2col", TORCH_FN(torch_pjrt::im2col));
-  m.impl("im2col.out", [](const Tensor& x, IntArrayRef k, IntArrayRef d, IntArrayRef p,
-                          IntArrayRef s, Tensor& o) -> Tensor& {
-    check_no_overlap(o, {&x});
-    return out_result(o, torch_pjrt::im2col(x, k, d, p, s), "aten::im2col.out");
-  });
   m.impl("col2im", TORCH_FN(torch_pjrt::col2im));
-  m.impl("col2im.out", [](const Tensor& x, SymArr size, IntArrayRef k, IntArrayRef d,
-                          IntArrayRef p, IntArrayRef s, Tensor& o) -> Tensor& {
-    check_no_overlap(o, {&x});
-    return out_result(o, torch_pjrt::col2im(x, size, k, d, p, s), "aten::col2im.out");
-  });
   m.impl("unfold_backward", TORCH_FN(torch_pjrt::unfold_backward));
   m.impl("max_unpool2d", TORCH_FN(torch_pjrt::max_unpool2d));
-  m.impl("max_unpool2d.out", [](const Tensor& x, const Tensor& i, SymArr size,
-                                Tensor& o) -> Tensor& {
-    check_no_overlap(o, {&x, &i});
-    return out_result(o, torch_pjrt::max_unpool2d(x, i, size), "aten::max_unpool2d.out");
-  });
   m.impl("max_unpool3d", TORCH_FN(torch_pjrt::max_unpool3d));
-  m.impl("max_unpool3d.out", [](const Tensor& x, const Tensor& i, SymArr size, IntArrayRef st,
-                                IntArrayRef pad, Tensor& o) -> Tensor& {
-    check_no_overlap(o, {&x, &i});
-    return out_result(o, torch_pjrt::max_unpool3d(x, i, size, st, pad), "aten::max_unpool3d.out");
-  });
 }

@@ -461,14 +461,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss2d_forward", TORCH_FN(torch_pjrt::nll_loss2d_forward));
   m.impl("nll_loss2d_backward", TORCH_FN(torch_pjrt::nll_loss2d_backward));
 
+  // The .out/.grad_input forms not registered here are served by
+  // outform.cpp (the functional kernel, then CPU's out= rules). hardshrink,
+  // softshrink and threshold keep theirs: their CPU kernels (TensorIterator)
+  // check the out against every input for overlap, which outform.cpp does
+  // only for ops tagged pointwise, and these are not.
 #define TPJ_PAD_BWD(name, reflect)                                                          \
   m.impl(#name, [](const Tensor& g, const Tensor& x, SymArr p) {                            \
     return pad_backward<meta_##name>("aten::" #name, reflect, g, x, p);                     \
-  });                                                                                       \
-  m.impl(#name ".grad_input", [](const Tensor& g, const Tensor& x, SymArr p, Tensor& gi)    \
-                                  -> Tensor& {                                              \
-    return out_of(gi, pad_backward<meta_##name>("aten::" #name, reflect, g, x, p),          \
-                  "aten::" #name ".grad_input", g);                                         \
   });
   TPJ_PAD_BWD(reflection_pad1d_backward, true)
   TPJ_PAD_BWD(reflection_pad2d_backward, true)
@@ -483,14 +483,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     assign_result(x, torch_pjrt::logit(x, eps), "aten::logit_");
     return x;
   });
-  m.impl("logit.out", [](const Tensor& x, std::optional<double> eps, Tensor& o) -> Tensor& {
-    return out_of(o, torch_pjrt::logit(x, eps), "aten::logit.out", x);
-  });
   m.impl("logit_backward", TORCH_FN(torch_pjrt::logit_backward));
-  m.impl("logit_backward.grad_input", [](const Tensor& g, const Tensor& x,
-                                         std::optional<double> eps, Tensor& o) -> Tensor& {
-    return out_of(o, torch_pjrt::logit_backward(g, x, eps), "aten::logit_backward.grad_input", g);
-  });
   m.impl("hardshrink", TORCH_FN(torch_pjrt::hardshrink));
   m.impl("hardshrink.out", [](const Tensor& x, const Scalar& l, Tensor& o) -> Tensor& {
     return out_of(o, torch_pjrt::hardshrink(x, l), "aten::hardshrink.out", x);
@@ -530,15 +523,5 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_pdist_forward", TORCH_FN(torch_pjrt::pdist_forward));
   m.impl("_pdist_backward", TORCH_FN(torch_pjrt::pdist_backward));
   m.impl("upsample_bicubic2d", TORCH_FN(torch_pjrt::bicubic));
-  m.impl("upsample_bicubic2d.out", [](const Tensor& x, SymArr size, bool ac, std::optional<double> sh,
-                                      std::optional<double> sw, Tensor& o) -> Tensor& {
-    return out_of(o, torch_pjrt::bicubic(x, size, ac, sh, sw), "aten::upsample_bicubic2d.out", x);
-  });
   m.impl("upsample_bicubic2d_backward", TORCH_FN(torch_pjrt::bicubic_backward));
-  m.impl("upsample_bicubic2d_backward.grad_input",
-         [](const Tensor& g, SymArr os, SymArr is, bool ac, std::optional<double> sh,
-            std::optional<double> sw, Tensor& o) -> Tensor& {
-           return out_of(o, torch_pjrt::bicubic_backward(g, os, is, ac, sh, sw),
-                         "aten::upsample_bicubic2d_backward.grad_input", g);
-         });
 }

@@ -1,7 +1,8 @@
 // Kernel glue for the pooling of src/ops/pool.c: max_pool3d_with_indices,
 // avg_pool3d, adaptive_max_pool2d/3d and _adaptive_avg_pool3d, with their
-// backward and out= forms. Output shapes and argument errors come from the
-// meta functions; dtype errors are worded as CPU's kernels word them.
+// backward (the out= forms are served by outform.cpp). Output shapes and
+// argument errors come from the meta functions; dtype errors are worded as
+// CPU's kernels word them.
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -163,65 +164,14 @@ Tensor adaptive_avg3d_backward(const Tensor& grad, const Tensor& self) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  using at::IntArrayRef;
-  using at::Tensor;
-  using TT = std::tuple<Tensor&, Tensor&>;
   m.impl("max_pool3d_with_indices", TORCH_FN(max_pool3d_tpu));
-  m.impl("max_pool3d_with_indices.out",
-         [](const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, IntArrayRef d, bool c,
-            Tensor& o, Tensor& i) -> TT {
-           auto [v, ix] = max_pool3d_tpu(x, k, s, p, d, c);
-           out_result(o, v, "aten::max_pool3d_with_indices.out");
-           out_result(i, ix, "aten::max_pool3d_with_indices.out");
-           return TT(o, i);
-         });
   m.impl("max_pool3d_with_indices_backward", TORCH_FN(max_pool3d_backward));
-  m.impl("max_pool3d_with_indices_backward.grad_input",
-         [](const Tensor& g, const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p,
-            IntArrayRef d, bool c, const Tensor& i, Tensor& gi) -> Tensor& {
-           return out_result(gi, max_pool3d_backward(g, x, k, s, p, d, c, i),
-                         "aten::max_pool3d_with_indices_backward.grad_input");
-         });
   m.impl("avg_pool3d", TORCH_FN(avg_pool3d_tpu));
-  m.impl("avg_pool3d.out", [](const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, bool c,
-                              bool cip, std::optional<int64_t> div, Tensor& o) -> Tensor& {
-    return out_result(o, avg_pool3d_tpu(x, k, s, p, c, cip, div), "aten::avg_pool3d.out");
-  });
   m.impl("avg_pool3d_backward", TORCH_FN(avg_pool3d_backward_tpu));
-  m.impl("avg_pool3d_backward.grad_input",
-         [](const Tensor& g, const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, bool c,
-            bool cip, std::optional<int64_t> div, Tensor& gi) -> Tensor& {
-           return out_result(gi, avg_pool3d_backward_tpu(g, x, k, s, p, c, cip, div),
-                         "aten::avg_pool3d_backward.grad_input");
-         });
   m.impl("adaptive_max_pool2d", TORCH_FN(adaptive_max2d));
-  m.impl("adaptive_max_pool2d.out", [](const Tensor& x, IntArrayRef size, Tensor& o,
-                                       Tensor& i) -> TT {
-    auto [v, ix] = adaptive_max2d(x, size);
-    out_result(o, v, "aten::adaptive_max_pool2d.out");
-    out_result(i, ix, "aten::adaptive_max_pool2d.out");
-    return TT(o, i);
-  });
   m.impl("adaptive_max_pool3d", TORCH_FN(adaptive_max3d));
-  m.impl("adaptive_max_pool3d.out", [](const Tensor& x, IntArrayRef size, Tensor& o,
-                                       Tensor& i) -> TT {
-    auto [v, ix] = adaptive_max3d(x, size);
-    out_result(o, v, "aten::adaptive_max_pool3d.out");
-    out_result(i, ix, "aten::adaptive_max_pool3d.out");
-    return TT(o, i);
-  });
   m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max2d_backward));
-  m.impl("adaptive_max_pool2d_backward.grad_input",
-         [](const Tensor& g, const Tensor& x, const Tensor& i, Tensor& gi) -> Tensor& {
-           return out_result(gi, adaptive_max2d_backward(g, x, i),
-                         "aten::adaptive_max_pool2d_backward.grad_input");
-         });
   m.impl("adaptive_max_pool3d_backward", TORCH_FN(adaptive_max3d_backward));
-  m.impl("adaptive_max_pool3d_backward.grad_input",
-         [](const Tensor& g, const Tensor& x, const Tensor& i, Tensor& gi) -> Tensor& {
-           return out_result(gi, adaptive_max3d_backward(g, x, i),
-                         "aten::adaptive_max_pool3d_backward.grad_input");
-         });
   m.impl("_adaptive_avg_pool3d", TORCH_FN(adaptive_avg3d));
   m.impl("_adaptive_avg_pool3d_backward", TORCH_FN(adaptive_avg3d_backward));
 }

@@ -1,21 +1,22 @@
 // Glue for the sampling ops.
 // - Antialiased resizing (_upsample_bilinear2d_aa, _upsample_bicubic2d_aa,
-//   their backward and .out/.grad_input forms; src/ops/sampling.c). Output
-//   shapes and argument errors come from PyTorch's meta kernels. float32 and
-//   float64 run natively; CPU's kernel takes uint8 too (a separate
-//   fixed-point algorithm) and refuses half types, so every other dtype goes
-//   to CPU's kernel (counted, or CPU's error).
+//   their backward; src/ops/sampling.c). Output shapes and argument errors
+//   come from PyTorch's meta kernels. float32 and float64 run natively;
+//   CPU's kernel takes uint8 too (a separate fixed-point algorithm) and
+//   refuses half types, so every other dtype goes to CPU's kernel (counted,
+//   or CPU's error).
 // - grid_sampler_2d/3d and their backward (src/ops/grid_sampler.c) for
 //   float32 and float64. CPU's kernels compute half types step by step in
 //   the half type, which a float32 program would not reproduce (a nearest
 //   pick can move), so those run CPU's kernel (counted). Any call CPU's
 //   checks would refuse runs on CPU copies too, so the error is CPU's own.
-// - igamma / igammac (src/ops/igamma.c): functional, out= and in-place, for
+// - igamma / igammac (src/ops/igamma.c): functional and in-place, for
 //   floating results (half types compute in float32, as CPU does).
+// The out= forms of all of these are served by outform.cpp (the functional
+// kernel, then CPU's out= rules: resize warning, dtype and overlap checks).
 #include <cstring>
 
 #include <ATen/ATen.h>
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "common.h"
@@ -85,18 +86,6 @@ Tensor bicubic_aa_backward(const Tensor& grad, L size, L input_size, bool ac, D 
   return run_aa("aten::_upsample_bicubic2d_aa_backward", grad, f(to_meta(grad)), true, ac, sh,
                 sw, f);
 }
-
-// The .out / .grad_input forms: compute, then write into the caller's tensor.
-template <typename... A>
-struct OutForm {
-  template <Tensor (*F)(const Tensor&, A...)>
-  static Tensor& call(const Tensor& x, A... args, Tensor& out) {
-    Tensor r = F(x, args...);
-    at::native::resize_output(out, r.sizes());
-    assign_result(out, r, "aten::_upsample_aa.out");
-    return out;
-  }
-};
 
 // True when CPU's grid sampler checks (check_grid_sampler_common, _2d, _3d)
 // pass and the call has a lowering: float32/float64, known modes.
@@ -201,12 +190,6 @@ Tensor igamma_impl(const Tensor& a, const Tensor& x, bool upper) {
 
 Tensor igamma_tpu(const Tensor& a, const Tensor& x) { return igamma_impl(a, x, false); }
 Tensor igammac_tpu(const Tensor& a, const Tensor& x) { return igamma_impl(a, x, true); }
-Tensor& igamma_out(const Tensor& a, const Tensor& x, Tensor& out) {
-  return out_result(out, igamma_impl(a, x, false), "aten::igamma.out");
-}
-Tensor& igammac_out(const Tensor& a, const Tensor& x, Tensor& out) {
-  return out_result(out, igamma_impl(a, x, true), "aten::igammac.out");
-}
 Tensor& igamma_inplace(Tensor& self, const Tensor& x) {
   assign_result(self, igamma_impl(self, x, false), "aten::igamma_");
   return self;
@@ -221,24 +204,16 @@ Tensor& igammac_inplace(Tensor& self, const Tensor& x) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-#define REG(NAME, FN, OUTNAME, ...)            \
-  m.impl(NAME, TORCH_FN(FN));                  \
-  m.impl(OUTNAME, TORCH_FN((OutForm<__VA_ARGS__>::call<&FN>)));
-  REG("_upsample_bilinear2d_aa", bilinear_aa, "_upsample_bilinear2d_aa.out", L, bool, D, D)
-  REG("_upsample_bicubic2d_aa", bicubic_aa, "_upsample_bicubic2d_aa.out", L, bool, D, D)
-  REG("_upsample_bilinear2d_aa_backward", bilinear_aa_backward,
-      "_upsample_bilinear2d_aa_backward.grad_input", L, L, bool, D, D)
-  REG("_upsample_bicubic2d_aa_backward", bicubic_aa_backward,
-      "_upsample_bicubic2d_aa_backward.grad_input", L, L, bool, D, D)
-#undef REG
+  m.impl("_upsample_bilinear2d_aa", TORCH_FN(bilinear_aa));
+  m.impl("_upsample_bicubic2d_aa", TORCH_FN(bicubic_aa));
+  m.impl("_upsample_bilinear2d_aa_backward", TORCH_FN(bilinear_aa_backward));
+  m.impl("_upsample_bicubic2d_aa_backward", TORCH_FN(bicubic_aa_backward));
   m.impl("grid_sampler_2d", TORCH_FN(grid_sampler<2>));
   m.impl("grid_sampler_3d", TORCH_FN(grid_sampler<3>));
   m.impl("grid_sampler_2d_backward", TORCH_FN(grid_sampler_backward<2>));
   m.impl("grid_sampler_3d_backward", TORCH_FN(grid_sampler_backward<3>));
   m.impl("igamma", TORCH_FN(igamma_tpu));
   m.impl("igammac", TORCH_FN(igammac_tpu));
-  m.impl("igamma.out", TORCH_FN(igamma_out));
-  m.impl("igammac.out", TORCH_FN(igammac_out));
   m.impl("igamma_", TORCH_FN(igamma_inplace));
   m.impl("igammac_", TORCH_FN(igammac_inplace));
 }

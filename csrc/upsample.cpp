@@ -1,13 +1,13 @@
 // Glue for F.interpolate's nearest, nearest-exact and (bi/tri)linear modes:
 // upsample_{nearest,linear,bilinear,trilinear}* and _upsample_nearest_exact*,
-// each with its backward and .out/.grad_input forms. Output shapes and
-// argument errors come from PyTorch's meta kernels; the lowering is
-// src/ops/upsample.c. Floating types run natively, and uint8 for the nearest
-// modes; other dtypes go to CPU's kernel (uint8 bilinear, or CPU's error).
+// each with its backward. Output shapes and argument errors come from
+// PyTorch's meta kernels; the lowering is src/ops/upsample.c. Floating types
+// run natively, and uint8 for the nearest modes; other dtypes go to CPU's
+// kernel (uint8 bilinear, or CPU's error). The .out/.grad_input forms are
+// served by outform.cpp (the functional kernel, then CPU's out= rules).
 #include <cstring>
 
 #include <ATen/ATen.h>
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "common.h"
@@ -161,55 +161,27 @@ TPJ_UPSAMPLE_BWD(trilinear3d_backward, "aten::upsample_trilinear3d_backward", kL
 #undef ARGS
 #undef TPJ_UPSAMPLE_BWD
 
-// The .out / .grad_input forms: compute, then write into the caller's tensor.
-template <typename... A>
-struct OutForm {
-  template <Tensor (*F)(const Tensor&, A...)>
-  static Tensor& call(const Tensor& x, A... args, Tensor& out) {
-    Tensor r = F(x, args...);
-    at::native::resize_output(out, r.sizes());
-    assign_result(out, r, "aten::upsample.out");
-    return out;
-  }
-};
-
-using D = std::optional<double>;
-using L = at::IntArrayRef;
-
 }  // namespace
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-#define REG(NAME, FN, OUTNAME, ...)                                 \
-  m.impl(NAME, TORCH_FN(FN));                                       \
-  m.impl(OUTNAME, TORCH_FN((OutForm<__VA_ARGS__>::call<&FN>)));
-  REG("upsample_nearest1d", nearest1d, "upsample_nearest1d.out", L, D)
-  REG("_upsample_nearest_exact1d", nearest_exact1d, "_upsample_nearest_exact1d.out", L, D)
-  REG("upsample_linear1d", linear1d, "upsample_linear1d.out", L, bool, D)
-  REG("upsample_nearest2d", nearest2d, "upsample_nearest2d.out", L, D, D)
-  REG("_upsample_nearest_exact2d", nearest_exact2d, "_upsample_nearest_exact2d.out", L, D, D)
-  REG("upsample_bilinear2d", bilinear2d, "upsample_bilinear2d.out", L, bool, D, D)
-  REG("upsample_nearest3d", nearest3d, "upsample_nearest3d.out", L, D, D, D)
-  REG("_upsample_nearest_exact3d", nearest_exact3d, "_upsample_nearest_exact3d.out", L, D, D, D)
-  REG("upsample_trilinear3d", trilinear3d, "upsample_trilinear3d.out", L, bool, D, D, D)
-  REG("upsample_nearest1d_backward", nearest1d_backward, "upsample_nearest1d_backward.grad_input",
-      L, L, D)
-  REG("_upsample_nearest_exact1d_backward", nearest_exact1d_backward,
-      "_upsample_nearest_exact1d_backward.grad_input", L, L, D)
-  REG("upsample_linear1d_backward", linear1d_backward, "upsample_linear1d_backward.grad_input", L,
-      L, bool, D)
-  REG("upsample_nearest2d_backward", nearest2d_backward, "upsample_nearest2d_backward.grad_input",
-      L, L, D, D)
-  REG("_upsample_nearest_exact2d_backward", nearest_exact2d_backward,
-      "_upsample_nearest_exact2d_backward.grad_input", L, L, D, D)
-  REG("upsample_bilinear2d_backward", bilinear2d_backward,
-      "upsample_bilinear2d_backward.grad_input", L, L, bool, D, D)
-  REG("upsample_nearest3d_backward", nearest3d_backward, "upsample_nearest3d_backward.grad_input",
-      L, L, D, D, D)
-  REG("_upsample_nearest_exact3d_backward", nearest_exact3d_backward,
-      "_upsample_nearest_exact3d_backward.grad_input", L, L, D, D, D)
-  REG("upsample_trilinear3d_backward", trilinear3d_backward,
-      "upsample_trilinear3d_backward.grad_input", L, L, bool, D, D, D)
-#undef REG
+m.impl("upsample_nearest1d", TORCH_FN(nearest1d));
+  m.impl("_upsample_nearest_exact1d", TORCH_FN(nearest_exact1d));
+  m.impl("upsample_linear1d", TORCH_FN(linear1d));
+  m.impl("upsample_nearest2d", TORCH_FN(nearest2d));
+  m.impl("_upsample_nearest_exact2d", TORCH_FN(nearest_exact2d));
+  m.impl("upsample_bilinear2d", TORCH_FN(bilinear2d));
+  m.impl("upsample_nearest3d", TORCH_FN(nearest3d));
+  m.impl("_upsample_nearest_exact3d", TORCH_FN(nearest_exact3d));
+  m.impl("upsample_trilinear3d", TORCH_FN(trilinear3d));
+  m.impl("upsample_nearest1d_backward", TORCH_FN(nearest1d_backward));
+  m.impl("_upsample_nearest_exact1d_backward", TORCH_FN(nearest_exact1d_backward));
+  m.impl("upsample_linear1d_backward", TORCH_FN(linear1d_backward));
+  m.impl("upsample_nearest2d_backward", TORCH_FN(nearest2d_backward));
+  m.impl("_upsample_nearest_exact2d_backward", TORCH_FN(nearest_exact2d_backward));
+  m.impl("upsample_bilinear2d_backward", TORCH_FN(bilinear2d_backward));
+  m.impl("upsample_nearest3d_backward", TORCH_FN(nearest3d_backward));
+  m.impl("_upsample_nearest_exact3d_backward", TORCH_FN(nearest_exact3d_backward));
+  m.impl("upsample_trilinear3d_backward", TORCH_FN(trilinear3d_backward));
 }
