@@ -92,13 +92,13 @@ Tensor k_cholesky(const Tensor& self, bool upper) {
   TORCH_WARN_ONCE(
       "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be ",
       "removed in a future PyTorch release.\n",
-      "L = torch.k_cholesky(A)\n",
+      "L = torch.cholesky(A)\n",
       "should be replaced with\n",
-      "L = torch.linalg.k_cholesky(A)\n",
+      "L = torch.linalg.cholesky(A)\n",
       "and\n"
-      "U = torch.k_cholesky(A, upper=True)\n",
+      "U = torch.cholesky(A, upper=True)\n",
       "should be replaced with\n",
-      "U = torch.linalg.k_cholesky(A).mH\n"
+      "U = torch.linalg.cholesky(A).mH\n"
       "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.");
   c10::Device dev = self.device();
   if (!native(self))
