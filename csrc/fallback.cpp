@@ -44,6 +44,12 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // Not a fallback: the functional kernel computes, the out is written on tpu.
   if (try_native_out_form(op, stack)) return;
   std::string full = full_name(op);
+  // Ops PyTorch implements for CUDA only (composites call some of them for
+  // any non-CPU device: nn.LSTM's _thnn_fused_lstm_cell): the dispatcher's
+  // own error would blame the 'CPU' backend the user never asked for.
+  TORCH_CHECK_NOT_IMPLEMENTED(op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU), full,
+                              " has no tpu lowering, and PyTorch has no CPU kernel for it to "
+                              "fall back to");
   fallback_policy(full, full, full, /*slower=*/true);
   at::native::cpu_fallback(op, stack);
 }

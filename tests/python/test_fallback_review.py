@@ -118,3 +118,16 @@ def test_cholesky_deprecation_warning_reads_as_cpus():
     r = run_python(CHOLESKY_WARNING)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "ok"
+
+
+# ---- ops PyTorch has no CPU kernel for --------------------------------------
+
+def test_op_without_a_cpu_kernel_is_refused_naming_it():
+    # _fused_dropout is CUDA-only in PyTorch: nothing to fall back to, and
+    # nothing is counted (the dispatcher's own error would blame 'CPU').
+    torch_pjrt.reset_fallbacks()
+    with pytest.raises(NotImplementedError,
+                       match=r"aten::_fused_dropout has no tpu lowering, and PyTorch has no CPU "
+                             r"kernel for it to fall back to"):
+        torch.ops.aten._fused_dropout(torch.ones(4, device=DEV), 0.5)
+    assert torch_pjrt.fallbacks() == {}
