@@ -23,10 +23,10 @@
 //     skip this step and use at::native::resize_output directly.
 //  2. The functional sibling runs on tpu (its own kernel, as a user call).
 //  3. Each result is written into its out: resized to the meta out's shape
-//     (restrided as the meta out was), then assign_result() (ops.cpp) — the
-//     buffer is shared when the out is a whole storage of the same dtype,
-//     otherwise tpj::write_view writes the view (non-contiguous outs work)
-//     converting to the out's dtype.
+//     (and restrided as the meta out was, when it was resized), then
+//     assign_result() (ops.cpp) — the buffer is shared when the out is a
+//     whole storage of the same dtype, otherwise tpj::write_view writes the
+//     view (non-contiguous outs work) converting to the out's dtype.
 // Dtypes: when a result's dtype differs from its out's, only ops tagged
 // `pointwise` (TensorIterator: compute in the inputs' common dtype, cast to
 // out, canCast checked) are exact with a cast. For any other op the out's
@@ -255,8 +255,13 @@ bool try_native_out_form(const c10::OperatorHandle& op, torch::jit::Stack* stack
       at::native::resize_output(o, results[k].sizes());
     } else {
       const at::Tensor& m = shaped[k];
-      if (o.sizes() != m.sizes()) o.resize_(m.sizes());
-      if (o.strides() != m.strides() && o.numel() > 0) o.as_strided_(m.sizes(), m.strides());
+      // Restrided only when resized, as CPU's structured kernels do: some
+      // Python meta kernels (_linalg_solve_ex's) also restride an out that
+      // already has the right shape, which CPU leaves as the caller made it.
+      if (o.sizes() != m.sizes()) {
+        o.resize_(m.sizes());
+        if (o.strides() != m.strides() && o.numel() > 0) o.as_strided_(m.sizes(), m.strides());
+      }
     }
     assign_result(o, results[k], full.c_str());
   }
