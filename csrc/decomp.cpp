@@ -5,7 +5,10 @@
 // which also raises CPU's error for dtypes CPU refuses. Shapes, dtypes and
 // argument checks come from the meta functions; errors that depend on the
 // values (singular, not positive-definite, bad pivots) are checked on the
-// host as the CPU kernels check them.
+// host as the CPU kernels check them. The out= forms are served by
+// outform.cpp (the functional kernel, then CPU's out= rules), except
+// _cholesky_solve_helper.out: PyTorch gives that one a
+// CompositeExplicitAutograd kernel, which would take the call first.
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -80,14 +83,6 @@ T2 k_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
   return {o[0], o[1]};
 }
 
-std::tuple<Tensor&, Tensor&> k_cholesky_ex_out(const Tensor& A, bool upper, bool check_errors,
-                                             Tensor& L, Tensor& info) {
-  T2 r = k_cholesky_ex(A, upper, check_errors);
-  out_result(L, std::get<0>(r), "aten::linalg_cholesky_ex");
-  out_result(info, std::get<1>(r), "aten::linalg_cholesky_ex");
-  return {L, info};
-}
-
 Tensor k_cholesky(const Tensor& self, bool upper) {
   TORCH_WARN_ONCE(
       "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be ",
@@ -110,10 +105,6 @@ Tensor k_cholesky(const Tensor& self, bool upper) {
   return o[0];
 }
 
-Tensor& k_cholesky_out(const Tensor& self, bool upper, Tensor& out) {
-  return out_result(out, k_cholesky(self, upper), "aten::cholesky");
-}
-
 // ---- triangular solves --------------------------------------------------------
 
 Tensor k_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left, bool unit) {
@@ -126,12 +117,6 @@ Tensor k_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool lef
     });
   if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
   return run(op, dev, {A, B}, {m}, {upper, left, unit})[0];
-}
-
-Tensor& k_solve_triangular_out(const Tensor& A, const Tensor& B, bool upper, bool left, bool unit,
-                             Tensor& out) {
-  return out_result(out, k_solve_triangular(A, B, upper, left, unit),
-                    "aten::linalg_solve_triangular");
 }
 
 T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool transpose, bool unit) {
@@ -154,14 +139,6 @@ T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool tran
             A.expand(std::get<1>(m).sizes()).clone(at::MemoryFormat::Contiguous)};
   auto o = run(op, dev, {self, A}, {std::get<0>(m), std::get<1>(m)}, {upper, transpose, unit});
   return {o[0], o[1]};
-}
-
-std::tuple<Tensor&, Tensor&> k_triangular_solve_out(const Tensor& self, const Tensor& A, bool upper,
-                                                  bool transpose, bool unit, Tensor& X, Tensor& M) {
-  T2 r = k_triangular_solve(self, A, upper, transpose, unit);
-  out_result(X, std::get<0>(r), "aten::triangular_solve");
-  out_result(M, std::get<1>(r), "aten::triangular_solve");
-  return {X, M};
 }
 
 Tensor k_cholesky_solve_helper(const Tensor& self, const Tensor& A, bool upper) {
@@ -189,10 +166,6 @@ Tensor k_cholesky_inverse(const Tensor& self, bool upper) {
   return run(op, dev, {self}, {m}, {upper})[0];
 }
 
-Tensor& k_cholesky_inverse_out(const Tensor& self, bool upper, Tensor& out) {
-  return out_result(out, k_cholesky_inverse(self, upper), "aten::cholesky_inverse");
-}
-
 // ---- LU ---------------------------------------------------------------------------
 
 void check_pivot(bool pivot) {
@@ -211,16 +184,6 @@ T3 k_lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
   return {o[0], o[1], o[2]};
 }
 
-std::tuple<Tensor&, Tensor&, Tensor&> k_lu_factor_ex_out(const Tensor& A, bool pivot,
-                                                      bool check_errors, Tensor& LU,
-                                                      Tensor& pivots, Tensor& info) {
-  T3 r = k_lu_factor_ex(A, pivot, check_errors);
-  out_result(LU, std::get<0>(r), "aten::linalg_lu_factor_ex");
-  out_result(pivots, std::get<1>(r), "aten::linalg_lu_factor_ex");
-  out_result(info, std::get<2>(r), "aten::linalg_lu_factor_ex");
-  return {LU, pivots, info};
-}
-
 T3 k_linalg_lu(const Tensor& A, bool pivot) {
   const char* op = "aten::linalg_lu";
   c10::Device dev = A.device();
@@ -229,15 +192,6 @@ T3 k_linalg_lu(const Tensor& A, bool pivot) {
   check_pivot(pivot);
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {});
   return {o[0], o[1], o[2]};
-}
-
-std::tuple<Tensor&, Tensor&, Tensor&> k_linalg_lu_out(const Tensor& A, bool pivot, Tensor& P,
-                                                   Tensor& L, Tensor& U) {
-  T3 r = k_linalg_lu(A, pivot);
-  out_result(P, std::get<0>(r), "aten::linalg_lu");
-  out_result(L, std::get<1>(r), "aten::linalg_lu");
-  out_result(U, std::get<2>(r), "aten::linalg_lu");
-  return {P, L, U};
 }
 
 T3 k_lu_unpack(const Tensor& LU, const Tensor& pivots, bool unpack_data, bool unpack_pivots) {
@@ -258,16 +212,6 @@ T3 k_lu_unpack(const Tensor& LU, const Tensor& pivots, bool unpack_data, bool un
   return {o[0], o[1], o[2]};
 }
 
-std::tuple<Tensor&, Tensor&, Tensor&> k_lu_unpack_out(const Tensor& LU, const Tensor& pivots,
-                                                   bool unpack_data, bool unpack_pivots,
-                                                   Tensor& P, Tensor& L, Tensor& U) {
-  T3 r = k_lu_unpack(LU, pivots, unpack_data, unpack_pivots);
-  out_result(P, std::get<0>(r), "aten::lu_unpack");
-  out_result(L, std::get<1>(r), "aten::lu_unpack");
-  out_result(U, std::get<2>(r), "aten::lu_unpack");
-  return {P, L, U};
-}
-
 Tensor k_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left, bool adjoint) {
   const char* op = "aten::linalg_lu_solve";
   c10::Device dev = dev_of(op, {&LU, &pivots, &B});
@@ -285,11 +229,6 @@ Tensor k_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool 
   return run(op, dev, {LU, pivots, B}, {m}, {left, adjoint})[0];
 }
 
-Tensor& k_lu_solve_out(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left,
-                     bool adjoint, Tensor& out) {
-  return out_result(out, k_lu_solve(LU, pivots, B, left, adjoint), "aten::linalg_lu_solve");
-}
-
 T2 k_inv_ex(const Tensor& A, bool check_errors) {
   const char* op = "aten::linalg_inv_ex";
   c10::Device dev = A.device();
@@ -299,14 +238,6 @@ T2 k_inv_ex(const Tensor& A, bool check_errors) {
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {});
   if (check_errors) at::_linalg_check_errors(o[1], "linalg.inv_ex", A.dim() == 2);
   return {o[0], o[1]};
-}
-
-std::tuple<Tensor&, Tensor&> k_inv_ex_out(const Tensor& A, bool check_errors, Tensor& inverse,
-                                        Tensor& info) {
-  T2 r = k_inv_ex(A, check_errors);
-  out_result(inverse, std::get<0>(r), "aten::linalg_inv_ex");
-  out_result(info, std::get<1>(r), "aten::linalg_inv_ex");
-  return {inverse, info};
 }
 
 T4 k_solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
@@ -323,18 +254,6 @@ T4 k_solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
   return {o[0], o[1], o[2], o[3]};
 }
 
-std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> k_solve_ex_out(const Tensor& A, const Tensor& B,
-                                                            bool left, bool check_errors,
-                                                            Tensor& result, Tensor& LU,
-                                                            Tensor& pivots, Tensor& info) {
-  T4 r = k_solve_ex(A, B, left, check_errors);
-  out_result(result, std::get<0>(r), "aten::_linalg_solve_ex");
-  out_result(LU, std::get<1>(r), "aten::_linalg_solve_ex");
-  out_result(pivots, std::get<2>(r), "aten::_linalg_solve_ex");
-  out_result(info, std::get<3>(r), "aten::_linalg_solve_ex");
-  return {result, LU, pivots, info};
-}
-
 T3 k_det(const Tensor& A) {
   const char* op = "aten::_linalg_det";
   c10::Device dev = A.device();
@@ -345,15 +264,6 @@ T3 k_det(const Tensor& A) {
   return {o[0], o[1], o[2]};
 }
 
-std::tuple<Tensor&, Tensor&, Tensor&> k_det_out(const Tensor& A, Tensor& result, Tensor& LU,
-                                             Tensor& pivots) {
-  T3 r = k_det(A);
-  out_result(result, std::get<0>(r), "aten::_linalg_det");
-  out_result(LU, std::get<1>(r), "aten::_linalg_det");
-  out_result(pivots, std::get<2>(r), "aten::_linalg_det");
-  return {result, LU, pivots};
-}
-
 T4 k_slogdet(const Tensor& A) {
   const char* op = "aten::_linalg_slogdet";
   c10::Device dev = A.device();
@@ -362,17 +272,6 @@ T4 k_slogdet(const Tensor& A) {
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
                {A.is_contiguous()});
   return {o[0], o[1], o[2], o[3]};
-}
-
-std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> k_slogdet_out(const Tensor& A, Tensor& sign,
-                                                           Tensor& logabsdet, Tensor& LU,
-                                                           Tensor& pivots) {
-  T4 r = k_slogdet(A);
-  out_result(sign, std::get<0>(r), "aten::_linalg_slogdet");
-  out_result(logabsdet, std::get<1>(r), "aten::_linalg_slogdet");
-  out_result(LU, std::get<2>(r), "aten::_linalg_slogdet");
-  out_result(pivots, std::get<3>(r), "aten::_linalg_slogdet");
-  return {sign, logabsdet, LU, pivots};
 }
 
 // ---- QR, eigenvalues -------------------------------------------------------------
@@ -395,13 +294,6 @@ T2 k_geqrf(const Tensor& self) {
   return {o[0], o[1]};
 }
 
-std::tuple<Tensor&, Tensor&> k_geqrf_out(const Tensor& self, Tensor& a, Tensor& tau) {
-  T2 r = k_geqrf(self);
-  out_result(a, std::get<0>(r), "aten::geqrf");
-  out_result(tau, std::get<1>(r), "aten::geqrf");
-  return {a, tau};
-}
-
 Tensor k_householder_product(const Tensor& input, const Tensor& tau) {
   const char* op = "aten::linalg_householder_product";
   c10::Device dev = dev_of(op, {&input, &tau});
@@ -410,10 +302,6 @@ Tensor k_householder_product(const Tensor& input, const Tensor& tau) {
   Tensor m = at::linalg_householder_product(to_meta(input), to_meta(tau));
   if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
   return run(op, dev, {input, tau}, {m}, {})[0];
-}
-
-Tensor& k_householder_product_out(const Tensor& input, const Tensor& tau, Tensor& out) {
-  return out_result(out, k_householder_product(input, tau), "aten::linalg_householder_product");
 }
 
 T2 k_linalg_qr(const Tensor& A, c10::string_view mode) {
@@ -432,14 +320,6 @@ T2 k_linalg_qr(const Tensor& A, c10::string_view mode) {
   return {o[0], o[1]};
 }
 
-std::tuple<Tensor&, Tensor&> k_linalg_qr_out(const Tensor& A, c10::string_view mode, Tensor& Q,
-                                           Tensor& R) {
-  T2 r = k_linalg_qr(A, mode);
-  out_result(Q, std::get<0>(r), "aten::linalg_qr");
-  out_result(R, std::get<1>(r), "aten::linalg_qr");
-  return {Q, R};
-}
-
 // Eigenvalues only: eigenvectors are defined up to sign (and rotation for
 // repeated eigenvalues), so a different algorithm than CPU's would give
 // different vectors; those stay on CPU's kernel.
@@ -456,53 +336,28 @@ T2 k_linalg_eigh(const Tensor& A, c10::string_view uplo, bool compute_v) {
   return {o[0], o[1]};
 }
 
-std::tuple<Tensor&, Tensor&> k_linalg_eigh_out(const Tensor& A, c10::string_view uplo,
-                                             bool compute_v, Tensor& values, Tensor& vectors) {
-  T2 r = k_linalg_eigh(A, uplo, compute_v);
-  out_result(values, std::get<0>(r), "aten::_linalg_eigh");
-  out_result(vectors, std::get<1>(r), "aten::_linalg_eigh");
-  return {values, vectors};
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_cholesky_ex", k_cholesky_ex);
-  m.impl("linalg_cholesky_ex.L", k_cholesky_ex_out);
   m.impl("cholesky", k_cholesky);
-  m.impl("cholesky.out", k_cholesky_out);
   m.impl("linalg_solve_triangular", k_solve_triangular);
-  m.impl("linalg_solve_triangular.out", k_solve_triangular_out);
   m.impl("triangular_solve", k_triangular_solve);
-  m.impl("triangular_solve.X", k_triangular_solve_out);
   m.impl("_cholesky_solve_helper", k_cholesky_solve_helper);
   m.impl("_cholesky_solve_helper.out", k_cholesky_solve_helper_out);
   m.impl("cholesky_inverse", k_cholesky_inverse);
-  m.impl("cholesky_inverse.out", k_cholesky_inverse_out);
   m.impl("linalg_lu_factor_ex", k_lu_factor_ex);
-  m.impl("linalg_lu_factor_ex.out", k_lu_factor_ex_out);
   m.impl("linalg_lu", k_linalg_lu);
-  m.impl("linalg_lu.out", k_linalg_lu_out);
   m.impl("lu_unpack", k_lu_unpack);
-  m.impl("lu_unpack.out", k_lu_unpack_out);
   m.impl("linalg_lu_solve", k_lu_solve);
-  m.impl("linalg_lu_solve.out", k_lu_solve_out);
   m.impl("linalg_inv_ex", k_inv_ex);
-  m.impl("linalg_inv_ex.inverse", k_inv_ex_out);
   m.impl("_linalg_solve_ex", k_solve_ex);
-  m.impl("_linalg_solve_ex.result", k_solve_ex_out);
   m.impl("_linalg_det", k_det);
-  m.impl("_linalg_det.result", k_det_out);
   m.impl("_linalg_slogdet", k_slogdet);
-  m.impl("_linalg_slogdet.sign", k_slogdet_out);
   m.impl("geqrf", k_geqrf);
-  m.impl("geqrf.a", k_geqrf_out);
   m.impl("linalg_householder_product", k_householder_product);
-  m.impl("linalg_householder_product.out", k_householder_product_out);
   m.impl("linalg_qr", k_linalg_qr);
-  m.impl("linalg_qr.out", k_linalg_qr_out);
   m.impl("_linalg_eigh", k_linalg_eigh);
-  m.impl("_linalg_eigh.eigenvalues", k_linalg_eigh_out);
 }
 
 }  // namespace torch_pjrt

@@ -60,6 +60,32 @@ def test_out_of_another_dtype_is_refused_as_on_cpu(i):
         call(DEV, out)
 
 
+def test_linalg_out_view_is_written_in_place_as_on_cpu():
+    # An out that is a strided view of a larger buffer: CPU writes through the
+    # view's own strides (PyTorch's meta kernel for _linalg_solve_ex would
+    # restride it; outform.cpp restrides only an out it resizes).
+    a = torch.tensor([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+    b = torch.arange(6.0).reshape(3, 2)
+    bufs = {}
+    for dev in ("cpu", DEV):
+        big = torch.zeros(3, 4, device=dev)
+        out = big[:, ::2]
+        torch_pjrt.reset_fallbacks()
+        torch.linalg.solve(a.to(dev), b.to(dev), out=out)
+        assert out.stride() == (4, 2)
+        bufs[dev] = big.cpu()
+    assert torch_pjrt.fallbacks() == {}
+    torch.testing.assert_close(bufs[DEV], bufs["cpu"], atol=1e-5, rtol=1e-5)
+
+
+def test_linalg_out_of_another_dtype_is_refused_as_on_cpu():
+    a = torch.eye(3) * 2
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.linalg.inv(a, out=torch.empty(0, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match=str(cpu_err.value).splitlines()[0]):
+        torch.linalg.inv(a.to(DEV), out=torch.empty(0, dtype=torch.float64, device=DEV))
+
+
 # ---- the dense CPU fallback under autograd ---------------------------------
 
 def _grads(f, inputs, device):
