@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "common.h"
 #include "fallback.h"
@@ -18,6 +19,9 @@ namespace {
 
 std::mutex g_mu;
 std::map<std::string, int64_t> g_counts;
+// Ops already warned about: not cleared by reset_fallbacks(), so the warning
+// stays once per op per process.
+std::set<std::string> g_warned;
 
 // TORCH_PJRT_FALLBACK: allow (silent), warn (the default: one warning per op
 // per process), error (NotImplementedError naming the op).
@@ -67,13 +71,13 @@ void fallback_policy(const std::string& key, const std::string& refused,
   TORCH_CHECK_NOT_IMPLEMENTED(mode != Mode::kError, refused,
                               " has no tpu lowering and TORCH_PJRT_FALLBACK=error forbids "
                               "running it on the CPU");
-  bool first;
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    first = g_counts.find(key) == g_counts.end();
+    g_counts[key] += 1;
+    if (mode == Mode::kWarn) first = g_warned.insert(key).second;
   }
-  count_fallback(key);
-  if (mode == Mode::kWarn && first)
+  if (first)
     TORCH_WARN(warned, " has no tpu lowering: it runs on the CPU (", slower ? "slower; " : "",
                "counted in torch_pjrt.fallbacks(); TORCH_PJRT_FALLBACK=allow silences this, "
                "=error forbids it)");

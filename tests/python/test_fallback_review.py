@@ -157,3 +157,22 @@ def test_op_without_a_cpu_kernel_is_refused_naming_it():
                              r"kernel for it to fall back to"):
         torch.ops.aten._fused_dropout(torch.ones(4, device=DEV), 0.5)
     assert torch_pjrt.fallbacks() == {}
+
+
+WARN_ONCE_ACROSS_RESET = """
+import warnings, torch, torch_pjrt
+x = torch.randn(4, 3).to("tpu")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    torch.linalg.svdvals(x)
+    torch_pjrt.reset_fallbacks()
+    torch.linalg.svdvals(x)
+n = len([m for m in w if "aten::_linalg_svd.U has no tpu lowering" in str(m.message)])
+print(n, torch_pjrt.fallbacks().get("aten::_linalg_svd.U"))
+"""
+
+
+def test_fallback_warning_stays_once_per_process_across_a_reset():
+    r = run_python(WARN_ONCE_ACROSS_RESET, drop=("TORCH_PJRT_FALLBACK",))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["1", "1"]  # warned once; counted again after the reset
