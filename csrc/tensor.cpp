@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common.h"
+#include "exec/donate.h"
 #include "storage_dtypes.h"
 
 namespace torch_pjrt {
@@ -257,6 +258,9 @@ void OpArgs::buffer(tpj_rt_buffer_t* b) {
 }
 
 namespace {
+// a.args[0] is the storage's current buffer, borrowed from its box (so the
+// box is its sole holder unless another storage, a clone or a cached value
+// shares it); the new storage replaces it.
 void write_view_with(const at::Tensor& dst, OpArgs& a) {
   tpj_box_t* box = box_of(dst);
   size_t item = dst.element_size();
@@ -269,11 +273,24 @@ void write_view_with(const at::Tensor& dst, OpArgs& a) {
   tpj_rt_shape_t out;
   std::memset(&out, 0, sizeof(out));
   out.dtype = v.dtype;
-  out.ndim = 1;
-  out.dims[0] = static_cast<int64_t>(box->nbytes / item);
+  const tpj_rt_buffer_t* cur = a.args[0].buf;
+  if (cur->dtype == v.dtype && tpj_rt_buffer_nbytes(cur) == box->nbytes) {
+    // The new storage keeps the old buffer's type: the old buffer can then be
+    // donated to it (XLA updates it in place instead of copying the storage
+    // on every write), and whole-tensor reads of it stay plain reshapes.
+    out.ndim = cur->ndim;
+    std::copy(cur->dims, cur->dims + cur->ndim, out.dims);
+  } else {
+    out.ndim = 1;
+    out.dims[0] = static_cast<int64_t>(box->nbytes / item);
+  }
+  c10::SmallVector<int, 4> donate_to(a.args.size(), -1);
+  donate_to[0] = 0;
   tpj_rt_buffer_t* result = nullptr;
-  TPJ_CHECK(tpj_exec_run(exec(), "tpj::write_view", dst.device().index(), a.args.data(),
-                         static_cast<int>(a.args.size()), attrs, na, &out, 1, &result));
+  int donated = 0;
+  TPJ_CHECK(tpj_exec_run_donating(exec(), "tpj::write_view", dst.device().index(),
+                                  a.args.data(), static_cast<int>(a.args.size()), attrs, na, &out,
+                                  1, donate_to.data(), &result, &donated));
   tpj_box_set_buffer(box, result);
 }
 }  // namespace

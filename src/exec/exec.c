@@ -6,7 +6,9 @@
 #include <time.h>
 
 #include "base/strbuf.h"
+#include "exec/donate.h"
 #include "exec/internal.h"
+#include "rt/donate.h"
 
 tpj_status_t tpj_exec_create(tpj_rt_t* rt, int capacity, tpj_exec_t** out) {
   *out = NULL;
@@ -163,9 +165,10 @@ tpj_status_t tpj_exec_lower_node(tpj_hlo_builder_t* b, const char* op_name,
   return NULL;
 }
 
+/* alias (NULL: none): per argument, the result its buffer may become. */
 static tpj_status_t tpj_exec_lower(const char* op_name, const tpj_exec_arg_t* args, int nargs,
                                    const int64_t* attrs, int nattrs,
-                                   const tpj_rt_shape_t* out_shapes, int nouts,
+                                   const tpj_rt_shape_t* out_shapes, int nouts, const int* alias,
                                    tpj_strbuf_t* text) {
   if (nargs > TPJ_OP_MAX_IN)
     return tpj_status_make(TPJ_UNIMPLEMENTED, "%s: too many operands", op_name);
@@ -180,7 +183,7 @@ static tpj_status_t tpj_exec_lower(const char* op_name, const tpj_exec_arg_t* ar
   tpj_hlo_value_t results[TPJ_OP_MAX_OUT];
   tpj_status_t s = tpj_exec_lower_node(&b, op_name, in, nargs, attrs, nattrs, out_shapes, nouts,
                                        results);
-  if (!s) s = tpj_hlo_finish(&b, results, nouts, text);
+  if (!s) s = tpj_hlo_finish_aliased(&b, results, nouts, alias, text);
   tpj_hlo_builder_free(&b);
   return s ? tpj_status_annotate(s, "%s", op_name) : NULL;
 }
@@ -191,7 +194,8 @@ tpj_status_t tpj_exec_lower_text(const char* op_name, const tpj_exec_arg_t* args
   *out_text = NULL;
   tpj_strbuf_t text;
   tpj_strbuf_init(&text);
-  tpj_status_t s = tpj_exec_lower(op_name, args, nargs, attrs, nattrs, out_shapes, nouts, &text);
+  tpj_status_t s =
+      tpj_exec_lower(op_name, args, nargs, attrs, nattrs, out_shapes, nouts, NULL, &text);
   if (!s) {
     *out_text = text.data;
     text.data = NULL;
@@ -244,12 +248,13 @@ typedef struct {
   int nattrs;
   const tpj_rt_shape_t* out_shapes;
   int nouts;
+  const int* alias;
 } tpj_exec_call_t;
 
 static tpj_status_t tpj_exec_lower_call(void* user, tpj_strbuf_t* text) {
   const tpj_exec_call_t* c = (const tpj_exec_call_t*)user;
   return tpj_exec_lower(c->op_name, c->args, c->nargs, c->attrs, c->nattrs, c->out_shapes,
-                        c->nouts, text);
+                        c->nouts, c->alias, text);
 }
 
 tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len,
@@ -320,10 +325,18 @@ tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len
   return NULL;
 }
 
-tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
-                          const tpj_exec_arg_t* args, int nargs, const int64_t* attrs,
-                          int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
-                          tpj_rt_buffer_t** outs) {
+/* tpj_exec_run, with alias (NULL: none) naming per argument the output
+ * its buffer becomes (those arguments are donated; see exec/donate.h). An
+ * aliased call has its own executable: its key is the plain key followed by
+ * the aliases, which no plain key can equal (plain keys are self-delimiting).
+ * *out_aliased (may be NULL) is 1 when the aliased executable ran. */
+static tpj_status_t tpj_exec_run_aliased(tpj_exec_t* ex, const char* op_name, int device,
+                                         const tpj_exec_arg_t* args, int nargs,
+                                         const int64_t* attrs, int nattrs,
+                                         const tpj_rt_shape_t* out_shapes, int nouts,
+                                         const int* alias, tpj_rt_buffer_t** outs,
+                                         int* out_aliased) {
+  if (out_aliased) *out_aliased = 0;
   if (nargs > TPJ_OP_MAX_IN || nouts > TPJ_OP_MAX_OUT || nattrs > TPJ_OP_MAX_ATTRS)
     return tpj_status_make(TPJ_UNIMPLEMENTED, "%s: too many operands", op_name);
   for (int i = 0; i < nargs; ++i) {
@@ -338,16 +351,23 @@ tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
    * call builds it for nothing, but tracing is not the hot path). Small
    * keys, every eager op's, live on the stack. */
   char small[1024];
-  size_t cap = tpj_exec_key_size(op_name, args, nargs, nattrs, out_shapes, nouts, NULL);
+  size_t cap = tpj_exec_key_size(op_name, args, nargs, nattrs, out_shapes, nouts, NULL) +
+               (alias ? 8 * (size_t)(1 + nargs) : 0);
   char* key = cap <= sizeof(small) ? small : (char*)malloc(cap);
   if (!key) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   size_t key_len =
       tpj_exec_key_write(key, op_name, args, nargs, attrs, nattrs, out_shapes, nouts, NULL);
-  tpj_exec_call_t call = {op_name, args, nargs, attrs, nattrs, out_shapes, nouts};
+  if (alias) {
+    char* p = tpj_exec_put(key + key_len, -2);
+    for (int i = 0; i < nargs; ++i) p = tpj_exec_put(p, alias[i]);
+    key_len = (size_t)(p - key);
+  }
+  tpj_exec_call_t call = {op_name, args, nargs, attrs, nattrs, out_shapes, nouts, alias};
   tpj_rt_exe_t* exe = NULL;
   tpj_status_t s;
   pthread_mutex_lock(&ex->mu);
   if (ex->trace) {
+    /* a traced graph has its own donation (trace_end_donating) */
     s = tpj_exec_trace_record_locked(ex, op_name, device, args, nargs, attrs, nattrs,
                                      out_shapes, nouts, outs);
     pthread_mutex_unlock(&ex->mu);
@@ -361,10 +381,69 @@ tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
   tpj_rt_buffer_t* bufs[TPJ_OP_MAX_IN];
   for (int i = 0; i < nargs; ++i) bufs[i] = args[i].buf;
   /* our reference keeps the executable alive even if the LRU evicts it */
-  s = tpj_rt_execute(ex->rt, exe, device, bufs, (size_t)nargs, out_shapes, (size_t)nouts, outs,
-                     op_name);
+  if (alias) {
+    unsigned char donated[TPJ_OP_MAX_IN];
+    for (int i = 0; i < nargs; ++i) donated[i] = alias[i] >= 0;
+    s = tpj_rt_execute_donated(ex->rt, exe, device, bufs, (size_t)nargs, donated, out_shapes,
+                               (size_t)nouts, outs, op_name);
+    if (!s && out_aliased) *out_aliased = 1;
+  } else {
+    s = tpj_rt_execute(ex->rt, exe, device, bufs, (size_t)nargs, out_shapes, (size_t)nouts, outs,
+                       op_name);
+  }
   __atomic_add_fetch(&ex->m.executions, 1, __ATOMIC_RELAXED);
   tpj_rt_exe_release(exe);
+  return s;
+}
+
+tpj_status_t tpj_exec_run(tpj_exec_t* ex, const char* op_name, int device,
+                          const tpj_exec_arg_t* args, int nargs, const int64_t* attrs,
+                          int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
+                          tpj_rt_buffer_t** outs) {
+  return tpj_exec_run_aliased(ex, op_name, device, args, nargs, attrs, nattrs, out_shapes, nouts,
+                              NULL, outs, NULL);
+}
+
+tpj_status_t tpj_exec_run_donating(tpj_exec_t* ex, const char* op_name, int device,
+                                   const tpj_exec_arg_t* args, int nargs, const int64_t* attrs,
+                                   int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
+                                   const int* donate_to, tpj_rt_buffer_t** outs,
+                                   int* out_donated) {
+  *out_donated = 0;
+  if (nargs > TPJ_OP_MAX_IN || nouts > TPJ_OP_MAX_OUT)
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "%s: too many operands", op_name);
+  /* Donate only what no one else can see: a buffer held once (by the
+   * caller's storage: no other storage, clone, pending copy, cached scalar
+   * or graph constant shares it), passed once, real, and exactly the type
+   * of the output it becomes. A launch still reading it is no obstacle:
+   * PJRT runs the donating launch after the buffer's earlier uses. */
+  int alias[TPJ_OP_MAX_IN];
+  int n = 0;
+  for (int i = 0; i < nargs; ++i) {
+    alias[i] = -1;
+    int r = donate_to ? donate_to[i] : -1;
+    const tpj_rt_buffer_t* bf = args[i].buf;
+    if (r < 0 || r >= nouts || !bf || !bf->pjrt || bf->trace_id ||
+        __atomic_load_n(&bf->refcount, __ATOMIC_ACQUIRE) != 1)
+      continue;
+    const tpj_rt_shape_t* o = &out_shapes[r];
+    int ok = bf->dtype == o->dtype && bf->ndim == o->ndim;
+    for (int d = 0; ok && d < o->ndim; ++d) ok = bf->dims[d] == o->dims[d];
+    for (int j = 0; ok && j < nargs; ++j) ok = j == i || args[j].buf != bf;
+    for (int j = 0; ok && j < i; ++j) ok = alias[j] != r;
+    if (!ok) continue;
+    alias[i] = r;
+    n++;
+  }
+  int aliased = 0;
+  tpj_status_t s = tpj_exec_run_aliased(ex, op_name, device, args, nargs, attrs, nattrs,
+                                        out_shapes, nouts, n ? alias : NULL, outs, &aliased);
+  if (aliased) {
+    *out_donated = n;
+    pthread_mutex_lock(&ex->mu);
+    ex->m.donated_buffers += n;
+    pthread_mutex_unlock(&ex->mu);
+  }
   return s;
 }
 

@@ -2,6 +2,7 @@
 #include "rt/rt.h"
 #include "rt/track.h"
 #include "rt/upload.h"
+#include "rt/donate.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -510,7 +511,13 @@ tpj_rt_buffer_t* tpj_rt_buffer_placeholder(tpj_dtype_t dtype, const int64_t* dim
 
 /* The one message for a host-side use of a traced value. */
 static tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* what) {
-  if (!buf->trace_id) return NULL;
+  if (buf->pjrt) return NULL;
+  /* Only a reader racing the write that consumed it can see a donated
+   * buffer (see tpj_rt_execute_donated): an error, not a crash. */
+  if (!buf->trace_id)
+    return tpj_status_make(TPJ_FAILED_PRECONDITION,
+                           "%s read a buffer that an in-place write on another thread took over",
+                           what);
   return tpj_status_make(TPJ_FAILED_PRECONDITION,
                          "%s needs the value of a tensor that torch.compile is tracing "
                          "(a data-dependent op inside a compiled graph)", what);
@@ -1029,11 +1036,16 @@ tpj_status_t tpj_rt_execute(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
                                  op_name);
 }
 
-tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
-                                     tpj_rt_buffer_t* const* args, size_t nargs,
-                                     const int64_t* keep, size_t nkeep,
-                                     const tpj_rt_shape_t* out_shapes, size_t nouts,
-                                     tpj_rt_buffer_t** outs, const char* op_name) {
+/* The launch behind every execute. donated (NULL, or one flag per argument)
+ * names the arguments whose buffers the caller hands over: after a
+ * successful launch each gives up its PJRT buffer (its memory now holds an
+ * output) and its bytes, before the outputs are counted, so the byte counts
+ * never see the storage twice. */
+static tpj_status_t tpj_rt_launch(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                                  tpj_rt_buffer_t* const* args, size_t nargs,
+                                  const int64_t* keep, size_t nkeep, const unsigned char* donated,
+                                  const tpj_rt_shape_t* out_shapes, size_t nouts,
+                                  tpj_rt_buffer_t** outs, const char* op_name) {
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
   for (size_t i = 0; i < nargs; ++i)
     TPJ_RETURN_IF_ERROR(tpj_rt_check_real(args[i], op_name ? op_name : "execute"));
@@ -1072,6 +1084,13 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
   tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Execute(&a),
                                            op_name ? op_name : "execute");
   if (!s) {
+    for (size_t i = 0; donated && i < nargs; ++i) {
+      tpj_rt_buffer_t* d = args[i];
+      if (!donated[i] || !d->pjrt) continue;
+      tpj_rt_count_bytes(d->device, -(long long)tpj_rt_buffer_nbytes(d));
+      tpj_rt_pjrt_buffer_destroy(api, (PJRT_Buffer*)d->pjrt);
+      d->pjrt = NULL;
+    }
     for (size_t i = 0; i < nouts; ++i) {
       outs[i] = tpj_rt_buffer_wrap(api, outv[i], out_shapes[i].dtype, out_shapes[i].dims,
                                    out_shapes[i].ndim, device);
@@ -1103,6 +1122,24 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
   if (argv != arg_small) free(argv);
   if (outv != out_small) free(outv);
   return s;
+}
+
+tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                                     tpj_rt_buffer_t* const* args, size_t nargs,
+                                     const int64_t* keep, size_t nkeep,
+                                     const tpj_rt_shape_t* out_shapes, size_t nouts,
+                                     tpj_rt_buffer_t** outs, const char* op_name) {
+  return tpj_rt_launch(rt, exe, device, args, nargs, keep, nkeep, NULL, out_shapes, nouts, outs,
+                       op_name);
+}
+
+tpj_status_t tpj_rt_execute_donated(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                                    tpj_rt_buffer_t* const* args, size_t nargs,
+                                    const unsigned char* donated,
+                                    const tpj_rt_shape_t* out_shapes, size_t nouts,
+                                    tpj_rt_buffer_t** outs, const char* op_name) {
+  return tpj_rt_launch(rt, exe, device, args, nargs, NULL, 0, donated, out_shapes, nouts, outs,
+                       op_name);
 }
 
 /* Awaits (and drops) the pending entries on device (-1: all) and stream

@@ -1,0 +1,182 @@
+"""Eager in-place writes into a view (slice assignment, copy_ into a slice,
+in-place ops on a view) donate the storage's old buffer to the new one when
+the storage's box is its only holder, so XLA updates it in place instead of
+copying the whole storage per write. These tests pin what must not change:
+values equal CPU's, a clone keeps the old values, views of the same storage
+see the new ones, a launch still reading the old buffer reads the old values,
+asynchronous failures surface at the next wait, and the device holds one
+storage's bytes, not two, during a loop of writes."""
+import pytest
+import torch
+
+import torch_pjrt
+from torch_pjrt import _C
+
+pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
+
+
+def donated() -> int:
+    return torch_pjrt.metrics()["donated_buffers"]
+
+
+def test_many_slice_writes_match_cpu_and_donate():
+    torch.manual_seed(0)
+    x_cpu = torch.randn(64, 48)
+    x = x_cpu.to("tpu")
+    before = donated()
+    for i in range(40):
+        v_cpu = torch.randn(64, 1)
+        x_cpu[:, i:i + 1] = v_cpu
+        x[:, i:i + 1] = v_cpu.to("tpu")
+    # strided, transposed and scalar writes, and in-place ops on views
+    x_cpu[::3, 1::2] = 2.5
+    x[::3, 1::2] = 2.5
+    x_cpu.t()[5:9, 10:20].copy_(torch.arange(40.0).reshape(4, 10))
+    x.t()[5:9, 10:20].copy_(torch.arange(40.0).reshape(4, 10).to("tpu"))
+    x_cpu[:, 7:11].add_(1.5)
+    x[:, 7:11].add_(1.5)
+    x_cpu[3:5].mul_(-2)
+    x[3:5].mul_(-2)
+    mask = torch.rand(64, 4) > 0.5
+    x_cpu[:, 20:24].masked_fill_(mask, -7.0)
+    x[:, 20:24].masked_fill_(mask.to("tpu"), -7.0)
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    # every one of these writes had x's box as its buffer's sole holder
+    assert donated() - before >= 40
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int32, torch.bool, torch.float64])
+def test_slice_writes_of_other_dtypes(dtype):
+    x_cpu = torch.zeros(8, 16, dtype=dtype)
+    x = x_cpu.to("tpu")
+    before = donated()
+    for i in range(6):
+        v_cpu = (torch.arange(8).reshape(8, 1) * (i + 1) % 3).to(dtype)
+        x_cpu[:, 2 * i:2 * i + 2] = v_cpu
+        x[:, 2 * i:2 * i + 2] = v_cpu.to("tpu")
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    assert donated() - before == 6
+
+
+def test_kv_cache_writes_match_cpu():
+    torch.manual_seed(1)
+    cache_cpu = torch.zeros(1, 4, 32, 8)
+    cache = cache_cpu.to("tpu")
+    before = donated()
+    for p in range(32):
+        k_cpu = torch.randn(1, 4, 1, 8)
+        cache_cpu[:, :, p:p + 1] = k_cpu
+        cache[:, :, p:p + 1] = k_cpu.to("tpu")
+        if p % 8 == 7:  # a read in between: attention over the cache so far
+            s_cpu = cache_cpu[:, :, :p + 1].sum(2)
+            torch.testing.assert_close(cache[:, :, :p + 1].sum(2).cpu(), s_cpu,
+                                       atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(cache.cpu(), cache_cpu, atol=0, rtol=0)
+    assert donated() - before == 32
+
+
+def test_a_clone_keeps_the_old_values():
+    x_cpu = torch.arange(48.0).reshape(6, 8)
+    x = x_cpu.to("tpu")
+    y = x.clone()  # shares x's buffer (buffers are immutable): no donation
+    before = donated()
+    x[:, 1:3] = 5.0
+    assert donated() == before
+    x[:, 4:6] = -1.0  # x's box now holds its own buffer
+    assert donated() == before + 1
+    x_cpu2 = x_cpu.clone()
+    x_cpu2[:, 1:3] = 5.0
+    x_cpu2[:, 4:6] = -1.0
+    torch.testing.assert_close(y.cpu(), x_cpu, atol=0, rtol=0)
+    torch.testing.assert_close(x.cpu(), x_cpu2, atol=0, rtol=0)
+
+
+def test_views_of_the_same_storage_see_the_write():
+    x_cpu = torch.arange(48.0).reshape(6, 8)
+    x = x_cpu.to("tpu")
+    old = x[:, 0]
+    row = x[2]
+    x[:, 0] = 7.0
+    x_cpu[:, 0] = 7.0
+    row[3:5] = torch.tensor([-1.0, -2.0], device="tpu")
+    x_cpu[2, 3:5] = torch.tensor([-1.0, -2.0])
+    torch.testing.assert_close(old.cpu(), x_cpu[:, 0], atol=0, rtol=0)
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    assert x._version == old._version >= 2
+
+
+def test_a_write_while_a_launch_still_reads_the_storage():
+    torch.manual_seed(2)
+    x_cpu = torch.randn(512, 512)
+    x = x_cpu.to("tpu")
+    torch.tpu.synchronize()
+    before = donated()
+    # Launched and not waited for: these read x's buffer while the writes
+    # below donate it; PJRT must run the donating writes after them.
+    y = x @ x
+    z = torch.tanh(x @ x.t()).sum(0)
+    for i in range(8):
+        x[:, i:i + 1] = float(i)
+    assert donated() - before == 8  # the buffer was donated while being read
+    x_new = x_cpu.clone()
+    for i in range(8):
+        x_new[:, i:i + 1] = float(i)
+    torch.testing.assert_close(y.cpu(), x_cpu @ x_cpu, atol=1e-3, rtol=1e-4)
+    torch.testing.assert_close(z.cpu(), torch.tanh(x_cpu @ x_cpu.t()).sum(0), atol=1e-3,
+                               rtol=1e-4)
+    torch.testing.assert_close(x.cpu(), x_new, atol=0, rtol=0)
+
+
+def test_an_asynchronous_failure_surfaces_at_the_next_wait():
+    x = torch.zeros(4, 4, device="tpu")
+    x[:, 0] = 1.0
+    torch.tpu.synchronize()
+    _C._inject_async_error("tpj::write_view")
+    try:
+        before = donated()
+        x[:, 1] = 2.0  # donated, launched; the failure comes at the wait
+        assert donated() == before + 1
+        with pytest.raises(RuntimeError, match=r"tpj::write_view: asynchronous execution failed"):
+            torch.tpu.synchronize()
+    finally:
+        _C._inject_async_error("")
+    expected = torch.zeros(4, 4)
+    expected[:, 0] = 1.0
+    expected[:, 1] = 2.0
+    torch.testing.assert_close(x.cpu(), expected, atol=0, rtol=0)
+
+
+def test_a_loop_of_writes_holds_one_storage():
+    n = 1 << 20  # 4 MiB of float32
+    x = torch.zeros(1024, 1024, device="tpu")
+    v = torch.ones(1024, 1, device="tpu")
+    x[:, 0:1] = v
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    allocated = torch.tpu.memory_allocated()
+    reserved = torch.tpu.memory_reserved()
+    before = donated()
+    for i in range(1, 21):
+        x[:, i:i + 1] = v
+    torch.tpu.synchronize()
+    assert donated() - before == 20
+    # storages: no new one; device buffers: the new storage buffer takes the
+    # old one's memory (without donation each write held two at its peak)
+    assert torch.tpu.max_memory_allocated() == allocated
+    assert torch.tpu.max_memory_reserved() - reserved < 4 * n // 2
+    assert x[:, :21].sum().item() == 1024 * 21
+
+
+def test_a_compiled_graph_that_writes_a_slice():
+    def f(cache, k, y):
+        cache[:, 2:3] = k
+        return (cache * y).sum()
+
+    g = torch.compile(f, backend="tpu")
+    c_cpu = torch.zeros(3, 5)
+    c = c_cpu.to("tpu")
+    k = torch.ones(3, 1, device="tpu")
+    r = g(c, k, torch.full((3, 5), 2.0, device="tpu"))
+    c_cpu[:, 2:3] = 1.0
+    torch.testing.assert_close(r.cpu(), (c_cpu * 2).sum(), atol=0, rtol=0)
+    torch.testing.assert_close(c.cpu(), c_cpu, atol=0, rtol=0)
