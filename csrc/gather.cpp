@@ -20,6 +20,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "inplace.h"
 
 namespace torch_pjrt {
 
@@ -326,15 +327,22 @@ Tensor& index_put_impl_k(Tensor& self, const IndexList& indices, const Tensor& v
   }
   if (self.numel() == 0 || e.idx[0].numel() == 0) return self;
   c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(e.self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
   // a CPU 0-d value is a runtime scalar, as on CUDA
   Tensor v = values.dim() == 0 && values.device().is_cpu() ? values : on_device(values, dev);
+  std::vector<int64_t> attrs{accumulate};
+  attrs.insert(attrs.end(), e.dims.begin(), e.dims.end());
   OpArgs a;
+  // a natural self's storage is updated in place (inplace.h)
+  if (e.self.sizes() == self.sizes() && add_in_place_operand(a, self)) {
+    add_operand(a, v, dev.index());
+    for (const Tensor& t : e.idx) a.tensor(t);
+    run_op_in_place(op, dev.index(), a, attrs, self);
+    return self;
+  }
+  Tensor out = at::empty(e.self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
   a.tensor(e.self);
   add_operand(a, v, dev.index());
   for (const Tensor& t : e.idx) a.tensor(t);
-  std::vector<int64_t> attrs{accumulate};
-  attrs.insert(attrs.end(), e.dims.begin(), e.dims.end());
   run_op(op, dev.index(), a, attrs, {out});
   assign_result(self, out.view(self.sizes()), "aten::index_put_");
   return self;
@@ -437,30 +445,49 @@ Tensor& masked_scatter_k(Tensor& self, const Tensor& mask, const Tensor& source)
 
 // self with source (or a fill value) written at index along dim; the meta
 // checks ran in the caller.
+// in_place (the in-place forms: self): when self is its storage's natural
+// tensor, the storage is updated in place (inplace.h) and self is returned;
+// otherwise the functional result, for the caller to assign.
 Tensor index_along(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
-                   const Tensor* source, const Scalar* value, const Scalar* alpha, Mode mode) {
+                   const Tensor* source, const Scalar* value, const Scalar* alpha, Mode mode,
+                   const Tensor* in_place = nullptr) {
   check_supported(self, op);
   c10::Device dev = self.device();
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
-  if (out.numel() == 0 || index.numel() == 0) {
-    out.copy_(self);
-    return out;
+  OpArgs a;
+  bool direct = in_place && index.numel() != 0 && add_in_place_operand(a, self);
+  Tensor out;
+  if (!direct) {
+    out = at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
+    if (out.numel() == 0 || index.numel() == 0) {
+      out.copy_(self);
+      return out;
+    }
+    a.tensor(self);
   }
   Tensor idx = on_device(index, dev);  // OpArgs borrows: keep operands alive
-  OpArgs a;
-  a.tensor(self);
   a.tensor(idx);
   if (source) add_operand(a, *source, dev.index());
   else a.scalar(*value, self.scalar_type(), dev.index());
   if (alpha) a.scalar(*alpha, self.scalar_type(), dev.index());
+  if (direct) {
+    run_op_in_place(op, dev.index(), a, {d, mode}, self);
+    return self;
+  }
   run_op(op, dev.index(), a, {d, mode}, {out});
   return out;
 }
 
-Tensor index_add_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                 const Scalar& alpha) {
+// An in-place form's end: nothing left to do when the storage was updated
+// in place (r is self), else the functional result r is written into self.
+Tensor& assign_unless_self(Tensor& self, const Tensor& r, const char* name) {
+  if (!r.is_same(self)) assign_result(self, r, name);
+  return self;
+}
+
+Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                      const Scalar& alpha, const Tensor* in_place) {
   const char* op = "aten::index_add";
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_add_(): self (",
               self.scalar_type(), ") and source (", source.scalar_type(),
@@ -469,16 +496,26 @@ Tensor index_add_k(const Tensor& self, int64_t dim, const Tensor& index, const T
   common_device(op, {&self, &index, &source});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "", false);
-  return index_along(op, self, dim, index, &source, nullptr, &alpha, kSum);
+  return index_along(op, self, dim, index, &source, nullptr, &alpha, kSum, in_place);
 }
 
-Tensor index_copy_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+Tensor index_add_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                   const Scalar& alpha) {
+  return index_add_impl(self, dim, index, source, alpha, nullptr);
+}
+
+Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                       const Tensor* in_place) {
   const char* op = "aten::index_copy";
   at::index_copy(to_meta(self), dim, to_meta(index), to_meta(source));
   common_device(op, {&self, &index, &source});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "index_copy_(): ", true);
-  return index_along(op, self, dim, index, &source, nullptr, nullptr, kSet);
+  return index_along(op, self, dim, index, &source, nullptr, nullptr, kSet, in_place);
+}
+
+Tensor index_copy_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+  return index_copy_impl(self, dim, index, source, nullptr);
 }
 
 void check_fill_index(const Tensor& self, int64_t dim, const Tensor& index) {
@@ -583,14 +620,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add", TORCH_FN(tp::index_add_k));
   m.impl("index_add_", [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                           const Scalar& alpha)
-                           -> Tensor& TPJ_INPLACE(tp::index_add_k(self, dim, index, src, alpha), "aten::index_add_"));
+                           -> Tensor& {
+    return tp::assign_unless_self(self, tp::index_add_impl(self, dim, index, src, alpha, &self),
+                                  "aten::index_add_");
+  });
   m.impl("index_add.out", [](const Tensor& self, int64_t dim, const Tensor& index,
                              const Tensor& src, const Scalar& alpha, Tensor& out) -> Tensor& {
     return tp::out_to(out, tp::index_add_k(self, dim, index, src, alpha), "aten::index_add.out");
   });
   m.impl("index_copy", TORCH_FN(tp::index_copy_k));
   m.impl("index_copy_", [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)
-                            -> Tensor& TPJ_INPLACE(tp::index_copy_k(self, dim, index, src), "aten::index_copy_"));
+                            -> Tensor& {
+    return tp::assign_unless_self(self, tp::index_copy_impl(self, dim, index, src, &self),
+                                  "aten::index_copy_");
+  });
   m.impl("index_copy.out", [](const Tensor& self, int64_t dim, const Tensor& index,
                               const Tensor& src, Tensor& out) -> Tensor& {
     return tp::out_to(out, tp::index_copy_k(self, dim, index, src), "aten::index_copy.out");

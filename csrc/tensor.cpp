@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "exec/donate.h"
+#include "inplace.h"
 #include "storage_dtypes.h"
 
 namespace torch_pjrt {
@@ -309,6 +310,38 @@ void write_view(const at::Tensor& dst, const at::Scalar& value) {
   a.buffer(buffer_of(dst));
   a.scalar(value, dst.scalar_type(), dst.device().index());
   write_view_with(dst, a);
+}
+
+bool add_in_place_operand(OpArgs& a, const at::Tensor& self) {
+  TORCH_INTERNAL_ASSERT(a.args.empty(), "add_in_place_operand: the storage is operand 0");
+  if (self.numel() == 0 || self.is_conj() || self.is_neg() || !is_natural(self)) return false;
+  // Borrowed, not held as OpArgs::tensor holds it: the box stays the sole
+  // holder, so the buffer can be donated. Read through self's (natural)
+  // view, so a buffer of another shape still reads right (it is then not
+  // donated: the output's type differs).
+  a.buffer(box_of(self)->buf);
+  a.args.back().has_view = 1;
+  a.args.back().view = view_of(self);
+  return true;
+}
+
+void run_op_in_place(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
+                     const at::Tensor& self) {
+  tpj_box_t* box = box_of(self);
+  TORCH_INTERNAL_ASSERT(!a.args.empty() && a.args[0].buf == box->buf, op,
+                        ": operand 0 must be the storage's buffer");
+  check_storage_only(op, a, {self});
+  tpj_rt_shape_t out = shape_of(self);
+  c10::SmallVector<int, 8> donate_to(a.args.size(), -1);
+  donate_to[0] = 0;
+  tpj_rt_buffer_t* result = nullptr;
+  int donated = 0;
+  TPJ_CHECK(tpj_exec_run_donating(exec(), op, device, a.args.data(),
+                                  static_cast<int>(a.args.size()), attrs.data(),
+                                  static_cast<int>(attrs.size()), &out, 1, donate_to.data(),
+                                  &result, &donated));
+  tpj_box_set_buffer(box, result);
+  warn_disk_cache_once();
 }
 
 void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,

@@ -180,3 +180,52 @@ def test_a_compiled_graph_that_writes_a_slice():
     c_cpu[:, 2:3] = 1.0
     torch.testing.assert_close(r.cpu(), (c_cpu * 2).sum(), atol=0, rtol=0)
     torch.testing.assert_close(c.cpu(), c_cpu, atol=0, rtol=0)
+
+
+def test_index_copy_and_index_put_update_the_storage_in_place():
+    torch.manual_seed(3)
+    cache_cpu = torch.zeros(1, 4, 16, 8)
+    cache = cache_cpu.to("tpu")
+    before = donated()
+    for p in [3, 0, 15, 7]:
+        k_cpu = torch.randn(1, 4, 1, 8)
+        pos_cpu = torch.tensor([p])
+        cache_cpu.index_copy_(2, pos_cpu, k_cpu)
+        cache.index_copy_(2, pos_cpu.to("tpu"), k_cpu.to("tpu"))
+    for p in [1, 9]:  # x[:, :, pos] = k: index_put_
+        k_cpu = torch.randn(1, 4, 1, 8)
+        pos_cpu = torch.tensor([p])
+        cache_cpu[:, :, pos_cpu] = k_cpu
+        cache[:, :, pos_cpu.to("tpu")] = k_cpu.to("tpu")
+    idx = torch.tensor([2, 2, 5])  # duplicates accumulate
+    src = torch.randn(1, 4, 3, 8)
+    cache_cpu.index_add_(2, idx, src, alpha=0.5)
+    cache.index_add_(2, idx.to("tpu"), src.to("tpu"), alpha=0.5)
+    cache_cpu.index_put_((torch.tensor([0]), torch.tensor([1])), torch.tensor(4.0),
+                         accumulate=True)
+    cache.index_put_((torch.tensor([0], device="tpu"), torch.tensor([1], device="tpu")),
+                     torch.tensor(4.0), accumulate=True)
+    torch.testing.assert_close(cache.cpu(), cache_cpu, atol=1e-6, rtol=1e-6)
+    assert donated() - before == 8
+
+
+def test_index_ops_in_place_on_a_view_or_a_shared_buffer():
+    x_cpu = torch.arange(24.0).reshape(4, 6)
+    x = x_cpu.to("tpu")
+    y = x.clone()  # shares the buffer: x's write must leave y alone
+    before = donated()
+    x.index_copy_(1, torch.tensor([4], device="tpu"), torch.full((4, 1), -1.0, device="tpu"))
+    x_cpu2 = x_cpu.clone()
+    x_cpu2.index_copy_(1, torch.tensor([4]), torch.full((4, 1), -1.0))
+    assert donated() == before
+    # a view of part of the storage is not its natural tensor: the functional path
+    x[1:].index_fill_(1, torch.tensor([0], device="tpu"), 9.0)
+    x_cpu2[1:].index_fill_(1, torch.tensor([0]), 9.0)
+    x[:, 1:3].index_put_((torch.tensor([3], device="tpu"),), torch.tensor([7.0, 8.0],
+                                                                          device="tpu"))
+    x_cpu2[:, 1:3].index_put_((torch.tensor([3]),), torch.tensor([7.0, 8.0]))
+    # self read as its own source: shared, not donated
+    x.index_copy_(0, torch.tensor([0], device="tpu"), x[3:4].clone())
+    x_cpu2.index_copy_(0, torch.tensor([0]), x_cpu2[3:4].clone())
+    torch.testing.assert_close(y.cpu(), x_cpu, atol=0, rtol=0)
+    torch.testing.assert_close(x.cpu(), x_cpu2, atol=0, rtol=0)
