@@ -98,23 +98,41 @@ Tensor& gather_out_k(const Tensor& self, int64_t dim, const Tensor& index, bool 
 
 // ---- scatter family ----------------------------------------------------------------
 
+// An in-place form's end: nothing left to do when the storage was updated
+// in place (r is self), else the functional result r is written into self.
+Tensor& assign_unless_self(Tensor& self, const Tensor& r, const char* name) {
+  if (!r.is_same(self)) assign_result(self, r, name);
+  return self;
+}
+
 // self with src (a tensor) or value scattered at index along dim; meta is the
-// result of the overload's meta function (its argument checks ran).
+// result of the overload's meta function (its argument checks ran). in_place
+// (the in-place forms: self): a natural self's storage is updated in place
+// (inplace.h) and self returned; else the functional result.
 Tensor scatter_run(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
-                   const Tensor* src, const Scalar* value, Mode mode, bool include_self) {
+                   const Tensor* src, const Scalar* value, Mode mode, bool include_self,
+                   const Tensor* in_place = nullptr) {
   check_supported(self, op);
   c10::Device dev = src ? common_device(op, {&self, &index, src}) : common_device(op, {&self, &index});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "", false);
   c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(self.sizes(), self.options());
-  if (out.numel() == 0) return out;
-  Tensor idx = on_device(index, dev);  // OpArgs borrows: keep operands alive
   OpArgs a;
-  a.tensor(self);
+  bool direct = in_place && add_in_place_operand(a, self);
+  Tensor out;
+  if (!direct) {
+    out = at::empty(self.sizes(), self.options());
+    if (out.numel() == 0) return out;
+    a.tensor(self);
+  }
+  Tensor idx = on_device(index, dev);  // OpArgs borrows: keep operands alive
   a.tensor(idx);
   if (src) add_operand(a, *src, dev.index());
   else a.scalar(*value, self.scalar_type(), dev.index());
+  if (direct) {
+    run_op_in_place(op, dev.index(), a, {d, mode, include_self}, self);
+    return self;
+  }
   run_op(op, dev.index(), a, {d, mode, include_self}, {out});
   return out;
 }
@@ -161,6 +179,29 @@ Tensor scatter_reduce_value_k(const Tensor& self, int64_t dim, const Tensor& ind
 Tensor scatter_add_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   at::scatter_add(to_meta(self), dim, to_meta(index), to_meta(src));
   return scatter_run("aten::scatter_add", self, dim, index, &src, nullptr, kSum, true);
+}
+
+// scatter_(src), scatter_(value), scatter_add_: self's storage updated in place
+// where it can be (scatter_run's in_place).
+Tensor& scatter_src_inplace(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  at::scatter(to_meta(self), dim, to_meta(index), to_meta(src));
+  return assign_unless_self(
+      self, scatter_run("aten::scatter.src", self, dim, index, &src, nullptr, kSet, true, &self),
+      "aten::scatter_");
+}
+
+Tensor& scatter_value_inplace(Tensor& self, int64_t dim, const Tensor& index, const Scalar& v) {
+  at::scatter(to_meta(self), dim, to_meta(index), v);
+  return assign_unless_self(
+      self, scatter_run("aten::scatter.value", self, dim, index, nullptr, &v, kSet, true, &self),
+      "aten::scatter_");
+}
+
+Tensor& scatter_add_inplace(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  at::scatter_add(to_meta(self), dim, to_meta(index), to_meta(src));
+  return assign_unless_self(
+      self, scatter_run("aten::scatter_add", self, dim, index, &src, nullptr, kSum, true, &self),
+      "aten::scatter_add_");
 }
 
 Tensor scatter_reduce_two_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -479,12 +520,6 @@ Tensor index_along(const char* op, const Tensor& self, int64_t dim, const Tensor
   return out;
 }
 
-// An in-place form's end: nothing left to do when the storage was updated
-// in place (r is self), else the functional result r is written into self.
-Tensor& assign_unless_self(Tensor& self, const Tensor& r, const char* name) {
-  if (!r.is_same(self)) assign_result(self, r, name);
-  return self;
-}
 
 Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha, const Tensor* in_place) {
@@ -568,19 +603,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.value_reduce", TORCH_FN(tp::scatter_reduce_value_k));
   m.impl("scatter_add", TORCH_FN(tp::scatter_add_k));
   m.impl("scatter_reduce.two", TORCH_FN(tp::scatter_reduce_two_k));
-  m.impl("scatter_.src", [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)
-                             -> Tensor& TPJ_INPLACE(tp::scatter_src_k(self, dim, index, src), "aten::scatter_"));
-  m.impl("scatter_.value",
-         [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& v)
-             -> Tensor& TPJ_INPLACE(tp::scatter_value_k(self, dim, index, v), "aten::scatter_"));
+  m.impl("scatter_.src", TORCH_FN(tp::scatter_src_inplace));
+  m.impl("scatter_.value", TORCH_FN(tp::scatter_value_inplace));
   m.impl("scatter_.reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, c10::string_view r)
              -> Tensor& TPJ_INPLACE(tp::scatter_reduce_src_k(self, dim, index, src, r), "aten::scatter_"));
   m.impl("scatter_.value_reduce",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& v, c10::string_view r)
              -> Tensor& TPJ_INPLACE(tp::scatter_reduce_value_k(self, dim, index, v, r), "aten::scatter_"));
-  m.impl("scatter_add_", [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)
-                             -> Tensor& TPJ_INPLACE(tp::scatter_add_k(self, dim, index, src), "aten::scatter_add_"));
+  m.impl("scatter_add_", TORCH_FN(tp::scatter_add_inplace));
   m.impl("scatter_reduce_.two",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, c10::string_view r,
             bool inc) -> Tensor& TPJ_INPLACE(tp::scatter_reduce_two_k(self, dim, index, src, r, inc),

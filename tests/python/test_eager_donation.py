@@ -229,3 +229,27 @@ def test_index_ops_in_place_on_a_view_or_a_shared_buffer():
     x_cpu2.index_copy_(0, torch.tensor([0]), x_cpu2[3:4].clone())
     torch.testing.assert_close(y.cpu(), x_cpu, atol=0, rtol=0)
     torch.testing.assert_close(x.cpu(), x_cpu2, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_scatter_in_place_updates_the_storage(dtype):
+    torch.manual_seed(4)
+    x_cpu = torch.randint(-5, 5, (6, 10)).to(dtype)
+    x = x_cpu.to("tpu")
+    index = torch.tensor([[0, 3, 9], [1, 1, 2]])
+    src = torch.randint(-9, 9, (2, 3)).to(dtype)
+    before = donated()
+    x_cpu.scatter_(1, index, src)
+    x.scatter_(1, index.to("tpu"), src.to("tpu"))
+    x_cpu.scatter_(0, index[:, :2].t().contiguous(), 7)
+    x.scatter_(0, index[:, :2].t().contiguous().to("tpu"), 7)
+    x_cpu.scatter_add_(1, index, src)
+    x.scatter_add_(1, index.to("tpu"), src.to("tpu"))
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    assert donated() - before == 3
+    # a transposed (non-natural) self: the functional result, written back
+    # into the storage as a view write (which donates)
+    x.t().scatter_(0, index.to("tpu"), src.to("tpu"))
+    x_cpu.t().scatter_(0, index, src)
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    assert donated() - before == 4
