@@ -4,12 +4,15 @@ on every call), a KV-cache style one-token write, and a whole-tensor add_.
 Prints µs per op (median wall time over a few repeats, the device synchronized
 at the end of each) and the process CPU time per op. Not a test.
 
-Slice writes cycle over 16 positions, all warmed up: a slice's offset is part
-of the program, so each new position compiles once (a first-seen write costs
-a compile, not a copy; index_copy_ takes its positions at run time).
+Slice writes move through every position: a write into a block of the
+storage takes its position at run time (one compile for all). Before that
+change each new offset compiled its own program; run with
+TORCH_PJRT_INPLACE_BENCH_POSITIONS=16 to cycle over 16 warmed positions and
+compare builds without counting compiles.
 
     PYTHONPATH=python .venv/bin/python bench/inplace_write.py
 """
+import os
 import statistics
 import time
 
@@ -39,8 +42,10 @@ def cases(dev):
     buf = torch.zeros(1024, 1024, device=dev)
     v = torch.ones(1024, 1, device=dev)
 
+    npos = int(os.environ.get("TORCH_PJRT_INPLACE_BENCH_POSITIONS", "0"))
+
     def slice_write(i):
-        j = 37 * (i % 16)
+        j = 37 * (i % npos) if npos else i % 1023
         buf[:, j:j + 1] = v
 
     cache = torch.zeros(1, 4, 2048, 64, device=dev)
@@ -49,7 +54,7 @@ def cases(dev):
     pos = [p.to(dev) for p in pos_cpu]
 
     def kv_slice(i):
-        p = 100 * (i % 16)
+        p = 100 * (i % npos) if npos else i % 2048
         cache[:, :, p:p + 1] = k
 
     def kv_index_copy(i):

@@ -12,6 +12,7 @@
 #include "exec/donate.h"
 #include "inplace.h"
 #include "storage_dtypes.h"
+#include "view/box.h"
 
 namespace torch_pjrt {
 
@@ -259,6 +260,43 @@ void OpArgs::buffer(tpj_rt_buffer_t* b) {
 }
 
 namespace {
+// Runs the write op on a's operands into dst's storage: the old buffer
+// (a.args[0]) is donated to the result when the box is its sole holder.
+void run_write(const char* op, const at::Tensor& dst, OpArgs& a, const int64_t* attrs, int na,
+               const tpj_rt_shape_t& out) {
+  c10::SmallVector<int, 4> donate_to(a.args.size(), -1);
+  donate_to[0] = 0;
+  tpj_rt_buffer_t* result = nullptr;
+  int donated = 0;
+  TPJ_CHECK(tpj_exec_run_donating(exec(), op, dst.device().index(), a.args.data(),
+                                  static_cast<int>(a.args.size()), attrs, na, &out, 1,
+                                  donate_to.data(), &result, &donated));
+  tpj_box_set_buffer(box_of(dst), result);
+}
+
+// A view that is one block of the storage's buffer (src/view/box.h): one
+// dynamic_update_slice, which XLA does in place on the donated buffer (no
+// copy of the storage), at a position passed at run time (0-d i64 scalars:
+// writing at each step of a loop, a KV cache, compiles once).
+void write_block(const at::Tensor& dst, OpArgs& a, const tpj_view_t& v, const int64_t* start,
+                 const int64_t* block) {
+  const tpj_rt_buffer_t* cur = a.args[0].buf;
+  int64_t attrs[2 + 2 * TPJ_MAX_DIMS];
+  int na = 0;
+  attrs[na++] = v.dtype;
+  attrs[na++] = v.ndim;
+  for (int i = 0; i < v.ndim; ++i) attrs[na++] = v.sizes[i];
+  for (int k = 0; k < cur->ndim; ++k) attrs[na++] = block[k];
+  tpj_rt_shape_t out;
+  std::memset(&out, 0, sizeof(out));
+  out.dtype = cur->dtype;
+  out.ndim = cur->ndim;
+  std::copy(cur->dims, cur->dims + cur->ndim, out.dims);
+  int device = dst.device().index();
+  for (int k = 0; k < cur->ndim; ++k) a.scalar(at::Scalar(start[k]), at::kLong, device);
+  run_write("tpj::write_block", dst, a, attrs, na, out);
+}
+
 // a.args[0] is the storage's current buffer, borrowed from its box (so the
 // box is its sole holder unless another storage, a clone or a cached value
 // shares it); the new storage replaces it.
@@ -268,31 +306,29 @@ void write_view_with(const at::Tensor& dst, OpArgs& a) {
   TORCH_CHECK_NOT_IMPLEMENTED(box->nbytes % item == 0, "writing a ", dst.scalar_type(),
                               " view into a storage of ", box->nbytes, " bytes");
   tpj_view_t v = view_of(dst);
+  const tpj_rt_buffer_t* cur = a.args[0].buf;
+  bool same_type = cur->dtype == v.dtype && tpj_rt_buffer_nbytes(cur) == box->nbytes;
+  int64_t start[TPJ_MAX_DIMS], block[TPJ_MAX_DIMS];
+  if (same_type && tpj_view_as_box(&v, cur->dims, cur->ndim, start, block)) {
+    write_block(dst, a, v, start, block);
+    return;
+  }
   int64_t attrs[TPJ_OP_MAX_ATTRS];
   int na = tpj_view_to_attrs(&v, attrs, TPJ_OP_MAX_ATTRS);
   TORCH_INTERNAL_ASSERT(na > 0);
   tpj_rt_shape_t out;
   std::memset(&out, 0, sizeof(out));
   out.dtype = v.dtype;
-  const tpj_rt_buffer_t* cur = a.args[0].buf;
-  if (cur->dtype == v.dtype && tpj_rt_buffer_nbytes(cur) == box->nbytes) {
+  if (same_type) {
     // The new storage keeps the old buffer's type: the old buffer can then be
-    // donated to it (XLA updates it in place instead of copying the storage
-    // on every write), and whole-tensor reads of it stay plain reshapes.
+    // donated to it, and whole-tensor reads of it stay plain reshapes.
     out.ndim = cur->ndim;
     std::copy(cur->dims, cur->dims + cur->ndim, out.dims);
   } else {
     out.ndim = 1;
     out.dims[0] = static_cast<int64_t>(box->nbytes / item);
   }
-  c10::SmallVector<int, 4> donate_to(a.args.size(), -1);
-  donate_to[0] = 0;
-  tpj_rt_buffer_t* result = nullptr;
-  int donated = 0;
-  TPJ_CHECK(tpj_exec_run_donating(exec(), "tpj::write_view", dst.device().index(),
-                                  a.args.data(), static_cast<int>(a.args.size()), attrs, na, &out,
-                                  1, donate_to.data(), &result, &donated));
-  tpj_box_set_buffer(box, result);
+  run_write("tpj::write_view", dst, a, attrs, na, out);
 }
 }  // namespace
 
@@ -330,17 +366,9 @@ void run_op_in_place(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_
   tpj_box_t* box = box_of(self);
   TORCH_INTERNAL_ASSERT(!a.args.empty() && a.args[0].buf == box->buf, op,
                         ": operand 0 must be the storage's buffer");
+  TORCH_INTERNAL_ASSERT(device == self.device().index(), op, ": runs on self's device");
   check_storage_only(op, a, {self});
-  tpj_rt_shape_t out = shape_of(self);
-  c10::SmallVector<int, 8> donate_to(a.args.size(), -1);
-  donate_to[0] = 0;
-  tpj_rt_buffer_t* result = nullptr;
-  int donated = 0;
-  TPJ_CHECK(tpj_exec_run_donating(exec(), op, device, a.args.data(),
-                                  static_cast<int>(a.args.size()), attrs.data(),
-                                  static_cast<int>(attrs.size()), &out, 1, donate_to.data(),
-                                  &result, &donated));
-  tpj_box_set_buffer(box, result);
+  run_write(op, self, a, attrs.data(), static_cast<int>(attrs.size()), shape_of(self));
   warn_disk_cache_once();
 }
 

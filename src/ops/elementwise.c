@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "ops/ops.h"
-#include "view/box.h"
 #include "view/view.h"
 
 tpj_hlo_value_t tpj_ops_cast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt,
@@ -190,18 +189,8 @@ void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     return;
   }
   tpj_hlo_value_t x = tpj_ops_cast_to(ctx->b, ctx->in[1], v.dtype, v.sizes, v.ndim);
-  const tpj_hlo_value_t buf = ctx->in[0];
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  int same = buf.dtype == v.dtype && buf.ndim == o->ndim;
-  for (int d = 0; same && d < o->ndim; ++d) same = buf.dims[d] == o->dims[d];
-  int64_t start[TPJ_MAX_DIMS], box[TPJ_MAX_DIMS];
-  if (same && tpj_hlo_ok(ctx->b) && tpj_view_as_box(&v, buf.dims, buf.ndim, start, box)) {
-    /* a block of the buffer: updated on its own shape, in place when donated */
-    x = tpj_hlo_emit_reshape(ctx->b, x, box, buf.ndim);
-    results[0] = tpj_hlo_emit_update_slice(ctx->b, buf, x, start);
-    return;
-  }
-  tpj_hlo_value_t r = tpj_view_emit_write(ctx->b, buf, &v, x);
+  tpj_hlo_value_t r = tpj_view_emit_write(ctx->b, ctx->in[0], &v, x);
   if (tpj_hlo_ok(ctx->b) && o->ndim != 1)
     r = tpj_hlo_emit_reshape(ctx->b, r, o->dims, o->ndim);
   results[0] = r;

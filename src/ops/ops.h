@@ -395,6 +395,10 @@ void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_unique_consecutive(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_unique_consecutive_count(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* in-place writes (inplace.c): a block of a storage's buffer updated at
+ * run-time positions. */
+void tpj_lower_write_block(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 #ifdef __cplusplus
 }
 #endif

@@ -397,6 +397,7 @@ static const tpj_op_def_t kOps[] = {
     {"tpj::full", tpj_lower_full},
     {"tpj::unique_consecutive_count", tpj_lower_unique_consecutive_count},
     {"tpj::view_copy", tpj_lower_view_copy},
+    {"tpj::write_block", tpj_lower_write_block},
     {"tpj::write_view", tpj_lower_write_view},
 };
 

@@ -160,3 +160,59 @@ TPJ_TEST(exec_run_donating_donates_a_sole_buffer) {
   tpj_rt_buffer_release(out2);
   tpj_exec_destroy(ex);
 }
+
+/* tpj::write_block: one executable for every position (the starts are
+ * run-time operands), the old buffer donated. */
+TPJ_TEST(exec_write_block_at_run_time_positions) {
+  tpj_rt_t* rt = tpj_test_rt();
+  TPJ_EXPECT(rt != NULL);
+  if (!rt) return;
+  tpj_exec_t* ex = NULL;
+  TPJ_EXPECT_OK(tpj_exec_create(rt, 8, &ex));
+  float init[48], ref[48];
+  for (int i = 0; i < 48; ++i) init[i] = ref[i] = (float)i;
+  int64_t dims[2] = {6, 8}, vd[1] = {6};
+  tpj_rt_buffer_t* store = NULL;
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, dims, 2, init, &store));
+  /* the view x[:, c] (rank 1, 6 elements) is the block (6, 1) at (0, c) */
+  int64_t attrs[5] = {TPJ_F32, 1, 6, 6, 1};
+  tpj_rt_shape_t shp;
+  memset(&shp, 0, sizeof(shp));
+  shp.dtype = TPJ_F32;
+  shp.ndim = 2;
+  shp.dims[0] = 6;
+  shp.dims[1] = 8;
+  for (int64_t c = 1; c < 8; c += 3) {
+    float val[6];
+    for (int i = 0; i < 6; ++i) val[i] = ref[i * 8 + c] = 100.0f * (float)c + (float)i;
+    int64_t zero = 0;
+    tpj_rt_buffer_t *bv = NULL, *s0 = NULL, *s1 = NULL, *out = NULL;
+    TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, vd, 1, val, &bv));
+    TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_I64, NULL, 0, &zero, &s0));
+    TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_I64, NULL, 0, &c, &s1));
+    tpj_exec_arg_t args[4];
+    memset(args, 0, sizeof(args));
+    args[0].buf = store;
+    args[1].buf = bv;
+    args[2].buf = s0;
+    args[3].buf = s1;
+    int donate_to[4] = {0, -1, -1, -1};
+    int donated = 0;
+    TPJ_EXPECT_OK(tpj_exec_run_donating(ex, "tpj::write_block", 0, args, 4, attrs, 5, &shp, 1,
+                                        donate_to, &out, &donated));
+    TPJ_EXPECT(donated == 1);
+    tpj_rt_buffer_release(store);
+    store = out;
+    tpj_rt_buffer_release(bv);
+    tpj_rt_buffer_release(s0);
+    tpj_rt_buffer_release(s1);
+  }
+  float got[48];
+  TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, store, got, sizeof(got)));
+  for (int i = 0; i < 48; ++i) TPJ_EXPECT(got[i] == ref[i]);
+  tpj_exec_metrics_t m;
+  tpj_exec_get_metrics(ex, &m);
+  TPJ_EXPECT(m.cache_misses == 1);  /* three positions, one executable */
+  tpj_rt_buffer_release(store);
+  tpj_exec_destroy(ex);
+}

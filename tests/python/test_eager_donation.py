@@ -75,6 +75,21 @@ def test_kv_cache_writes_match_cpu():
     assert donated() - before == 32
 
 
+def test_block_writes_at_new_positions_do_not_compile():
+    cache_cpu = torch.zeros(2, 3, 40, 5)
+    cache = cache_cpu.to("tpu")
+    k = torch.arange(30.0).reshape(2, 3, 1, 5)
+    cache[:, :, 0:1] = k.to("tpu")
+    cache_cpu[:, :, 0:1] = k
+    torch.tpu.synchronize()
+    misses = torch_pjrt.metrics()["cache_misses"]
+    for p in range(1, 40):  # the position is a run-time operand
+        cache[:, :, p:p + 1] = (k + p).to("tpu")
+        cache_cpu[:, :, p:p + 1] = k + p
+    assert torch_pjrt.metrics()["cache_misses"] == misses
+    torch.testing.assert_close(cache.cpu(), cache_cpu, atol=0, rtol=0)
+
+
 def test_a_clone_keeps_the_old_values():
     x_cpu = torch.arange(48.0).reshape(6, 8)
     x = x_cpu.to("tpu")
@@ -131,12 +146,12 @@ def test_an_asynchronous_failure_surfaces_at_the_next_wait():
     x = torch.zeros(4, 4, device="tpu")
     x[:, 0] = 1.0
     torch.tpu.synchronize()
-    _C._inject_async_error("tpj::write_view")
+    _C._inject_async_error("tpj::write_block")
     try:
         before = donated()
         x[:, 1] = 2.0  # donated, launched; the failure comes at the wait
         assert donated() == before + 1
-        with pytest.raises(RuntimeError, match=r"tpj::write_view: asynchronous execution failed"):
+        with pytest.raises(RuntimeError, match=r"tpj::write_block: asynchronous execution failed"):
             torch.tpu.synchronize()
     finally:
         _C._inject_async_error("")
@@ -168,18 +183,23 @@ def test_a_loop_of_writes_holds_one_storage():
 
 
 def test_a_compiled_graph_that_writes_a_slice():
-    def f(cache, k, y):
-        cache[:, 2:3] = k
+    def f(cache, k, y, p):
+        cache[:, p:p + 1] = k
         return (cache * y).sum()
 
-    g = torch.compile(f, backend="tpu")
+    g = torch.compile(f, backend="tpu", dynamic=False)
     c_cpu = torch.zeros(3, 5)
     c = c_cpu.to("tpu")
-    k = torch.ones(3, 1, device="tpu")
-    r = g(c, k, torch.full((3, 5), 2.0, device="tpu"))
-    c_cpu[:, 2:3] = 1.0
-    torch.testing.assert_close(r.cpu(), (c_cpu * 2).sum(), atol=0, rtol=0)
-    torch.testing.assert_close(c.cpu(), c_cpu, atol=0, rtol=0)
+    y = torch.full((3, 5), 2.0, device="tpu")
+    for p in [2, 4, 0]:  # graphs that differ only in the position share a program
+        k_cpu = torch.full((3, 1), float(p + 1))
+        r = g(c, k_cpu.to("tpu"), y, p)
+        c_cpu[:, p:p + 1] = k_cpu
+        torch.testing.assert_close(r.cpu(), (c_cpu * 2).sum(), atol=0, rtol=0)
+        torch.testing.assert_close(c.cpu(), c_cpu, atol=0, rtol=0)
+    # the graphs keep the block's start positions as constants: drop them
+    del g
+    torch._dynamo.reset()
 
 
 def test_index_copy_and_index_put_update_the_storage_in_place():
