@@ -8,59 +8,50 @@
 #include "tpj_test.h"
 #include "view/box.h"
 
-static tpj_view_t box_view(int ndim, const int64_t* sizes, const int64_t* strides, int64_t off) {
-  tpj_view_t v;
-  memset(&v, 0, sizeof(v));
-  v.dtype = TPJ_F32;
-  v.ndim = ndim;
-  v.offset = off;
-  for (int i = 0; i < ndim; ++i) {
-    v.sizes[i] = sizes[i];
-    v.strides[i] = strides[i];
-  }
-  return v;
+#define F32_VIEW(nd, off, ...) \
+  ((tpj_view_t){.dtype = TPJ_F32, .ndim = (nd), .offset = (off), __VA_ARGS__})
+
+/* The (6, 8) float32 type of the storages below. */
+static tpj_rt_shape_t f32_6x8(void) {
+  tpj_rt_shape_t shp;
+  memset(&shp, 0, sizeof(shp));
+  shp.dtype = TPJ_F32;
+  shp.ndim = 2;
+  shp.dims[0] = 6;
+  shp.dims[1] = 8;
+  return shp;
 }
 
 TPJ_TEST(view_as_box_finds_blocks) {
   int64_t dims[4] = {1, 4, 32, 8}, start[4], sizes[4];
   /* cache[:, :, 5:6] of (1, 4, 32, 8) */
-  int64_t sz[4] = {1, 4, 1, 8}, st[4] = {1024, 256, 8, 1};
-  tpj_view_t v = box_view(4, sz, st, 5 * 8);
+  tpj_view_t v = F32_VIEW(4, 5 * 8, .sizes = {1, 4, 1, 8}, .strides = {1024, 256, 8, 1});
   TPJ_EXPECT(tpj_view_as_box(&v, dims, 4, start, sizes));
   TPJ_EXPECT(start[0] == 0 && start[1] == 0 && start[2] == 5 && start[3] == 0);
   TPJ_EXPECT(sizes[0] == 1 && sizes[1] == 4 && sizes[2] == 1 && sizes[3] == 8);
   /* x[:, 3] of (6, 8), a 1-D view of stride 8 */
-  int64_t d2[2] = {6, 8}, sz2[1] = {6}, st2[1] = {8};
-  v = box_view(1, sz2, st2, 3);
+  int64_t d2[2] = {6, 8};
+  v = F32_VIEW(1, 3, .sizes = {6}, .strides = {8});
   TPJ_EXPECT(tpj_view_as_box(&v, d2, 2, start, sizes));
   TPJ_EXPECT(start[0] == 0 && start[1] == 3 && sizes[0] == 6 && sizes[1] == 1);
   /* x[2:4, 1:7] of (6, 8), viewed with an extra size-1 dim of any stride */
-  int64_t sz3[3] = {2, 1, 6}, st3[3] = {8, 77, 1};
-  v = box_view(3, sz3, st3, 2 * 8 + 1);
+  v = F32_VIEW(3, 2 * 8 + 1, .sizes = {2, 1, 6}, .strides = {8, 77, 1});
   TPJ_EXPECT(tpj_view_as_box(&v, d2, 2, start, sizes));
   TPJ_EXPECT(start[0] == 2 && start[1] == 1 && sizes[0] == 2 && sizes[1] == 6);
 }
 
 TPJ_TEST(view_as_box_rejects_what_is_not_a_block) {
   int64_t d2[2] = {6, 8}, start[2], sizes[2];
-  int64_t sz[2] = {8, 6}, st[2] = {1, 8};  /* transposed */
-  tpj_view_t v = box_view(2, sz, st, 0);
-  TPJ_EXPECT(!tpj_view_as_box(&v, d2, 2, start, sizes));
-  int64_t sz1[2] = {3, 4}, st1[2] = {16, 1};  /* x[::2] */
-  v = box_view(2, sz1, st1, 0);
-  TPJ_EXPECT(!tpj_view_as_box(&v, d2, 2, start, sizes));
-  int64_t sz2[2] = {2, 4}, st2[2] = {8, 2};  /* x[:2, ::2] */
-  v = box_view(2, sz2, st2, 0);
-  TPJ_EXPECT(!tpj_view_as_box(&v, d2, 2, start, sizes));
-  int64_t sz3[2] = {2, 6}, st3[2] = {8, 1};  /* x[1:3, 3:9]: past the row */
-  v = box_view(2, sz3, st3, 8 + 3);
-  TPJ_EXPECT(!tpj_view_as_box(&v, d2, 2, start, sizes));
-  int64_t sz4[2] = {3, 8}, st4[2] = {8, 1};  /* rows 4..6: past the end */
-  v = box_view(2, sz4, st4, 4 * 8);
-  TPJ_EXPECT(!tpj_view_as_box(&v, d2, 2, start, sizes));
-  int64_t sz5[2] = {3, 8}, st5[2] = {0, 1};  /* expanded rows alias */
-  v = box_view(2, sz5, st5, 0);
-  TPJ_EXPECT(!tpj_view_as_box(&v, d2, 2, start, sizes));
+  const tpj_view_t not_blocks[] = {
+      F32_VIEW(2, 0, .sizes = {8, 6}, .strides = {1, 8}),      /* transposed */
+      F32_VIEW(2, 0, .sizes = {3, 4}, .strides = {16, 1}),     /* x[::2] */
+      F32_VIEW(2, 0, .sizes = {2, 4}, .strides = {8, 2}),      /* x[:2, ::2] */
+      F32_VIEW(2, 8 + 3, .sizes = {2, 6}, .strides = {8, 1}),  /* past the row */
+      F32_VIEW(2, 4 * 8, .sizes = {3, 8}, .strides = {8, 1}),  /* past the end */
+      F32_VIEW(2, 0, .sizes = {3, 8}, .strides = {0, 1}),      /* expanded: aliases */
+  };
+  for (size_t i = 0; i < sizeof(not_blocks) / sizeof(not_blocks[0]); ++i)
+    TPJ_EXPECT(!tpj_view_as_box(&not_blocks[i], d2, 2, start, sizes));
 }
 
 /* Writes 1000 + i into column `col` of a (6, 8) float32 storage holding
@@ -77,16 +68,10 @@ static tpj_status_t write_column(tpj_exec_t* ex, tpj_rt_buffer_t* store, int64_t
   memset(args, 0, sizeof(args));
   args[0].buf = store;
   args[1].buf = bv;
-  int64_t sz[2] = {6, 1}, st[2] = {8, 1};
-  tpj_view_t v = box_view(2, sz, st, col);
+  tpj_view_t v = F32_VIEW(2, col, .sizes = {6, 1}, .strides = {8, 1});
   int64_t attrs[64];
   int na = tpj_view_to_attrs(&v, attrs, 64);
-  tpj_rt_shape_t shp;
-  memset(&shp, 0, sizeof(shp));
-  shp.dtype = TPJ_F32;
-  shp.ndim = 2;
-  shp.dims[0] = 6;
-  shp.dims[1] = 8;
+  tpj_rt_shape_t shp = f32_6x8();
   int donate_to[2] = {0, -1};
   tpj_status_t s = tpj_exec_run_donating(ex, "tpj::write_view", 0, args, 2, attrs, na, &shp, 1,
                                          donate_to, out_buf, donated);
@@ -176,12 +161,7 @@ TPJ_TEST(exec_write_block_at_run_time_positions) {
   TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, dims, 2, init, &store));
   /* the view x[:, c] (rank 1, 6 elements) is the block (6, 1) at (0, c) */
   int64_t attrs[5] = {TPJ_F32, 1, 6, 6, 1};
-  tpj_rt_shape_t shp;
-  memset(&shp, 0, sizeof(shp));
-  shp.dtype = TPJ_F32;
-  shp.ndim = 2;
-  shp.dims[0] = 6;
-  shp.dims[1] = 8;
+  tpj_rt_shape_t shp = f32_6x8();
   for (int64_t c = 1; c < 8; c += 3) {
     float val[6];
     for (int i = 0; i < 6; ++i) val[i] = ref[i * 8 + c] = 100.0f * (float)c + (float)i;
