@@ -268,10 +268,14 @@ void run_write(const char* op, const at::Tensor& dst, OpArgs& a, const int64_t* 
   donate_to[0] = 0;
   tpj_rt_buffer_t* result = nullptr;
   int donated = 0;
-  TPJ_CHECK(tpj_exec_run_donating(exec(), op, dst.device().index(), a.args.data(),
-                                  static_cast<int>(a.args.size()), attrs, na, &out, 1,
-                                  donate_to.data(), &result, &donated));
-  tpj_box_set_buffer(box_of(dst), result);
+  tpj_status_t s = tpj_exec_run_donating(exec(), op, dst.device().index(), a.args.data(),
+                                         static_cast<int>(a.args.size()), attrs, na, &out, 1,
+                                         donate_to.data(), &result, &donated);
+  // A launch that reported its failure at once (launch-blocking) has still
+  // made the result, and may have taken the old buffer: the storage holds
+  // the result either way, which carries the failure to its readers.
+  if (result) tpj_box_set_buffer(box_of(dst), result);
+  TPJ_CHECK(s);
 }
 
 // A view that is one block of the storage's buffer (src/view/box.h): one

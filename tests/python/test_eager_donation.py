@@ -11,6 +11,7 @@ import torch
 
 import torch_pjrt
 from torch_pjrt import _C
+from conftest import run_python
 
 pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
 
@@ -273,3 +274,22 @@ def test_scatter_in_place_updates_the_storage(dtype):
     x_cpu.t().scatter_(0, index, src)
     torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
     assert donated() - before == 4
+
+
+def test_launch_blocking_failure_leaves_the_storage_readable():
+    code = ("import torch\n"
+            "from torch_pjrt import _C\n"
+            "x = torch.zeros(4, 4, device='tpu')\n"
+            "x[:, 0] = 1.0\n"
+            "_C._inject_async_error('tpj::write_block')\n"
+            "try:\n"
+            "    x[:, 1] = 2.0\n"
+            "except RuntimeError as e:\n"
+            "    print('AT OP:', e)\n"
+            "print('SUM', x.sum().item())\n")
+    r = run_python(code, env_update={"TORCH_PJRT_LAUNCH_BLOCKING": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "AT OP:" in r.stdout and "tpj::write_block" in r.stdout, r.stdout
+    # the old buffer was donated: the storage holds the (injected-failure)
+    # result, not a buffer that can no longer be read
+    assert "SUM 12.0" in r.stdout, r.stdout
