@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "inplace.h"
 
 namespace torch_pjrt {
 namespace {
@@ -17,13 +18,25 @@ using at::Tensor;
 
 // Runs op with the operands of `ts` (tpu tensors or CPU scalars) into a new
 // tensor shaped like meta_out, after `scalars` are appended.
+// in_place (an in-place form: the first of ts): when the result is shaped
+// and typed like it and it is its storage's natural tensor, its storage is
+// updated in place (inplace.h) and it is returned.
 Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta_out,
-                std::vector<int64_t> attrs, std::initializer_list<const Scalar*> scalars = {}) {
+                std::vector<int64_t> attrs, std::initializer_list<const Scalar*> scalars = {},
+                const Tensor* in_place = nullptr) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(meta_out.sizes(), meta_out.options().device(dev));
   OpArgs a;
+  if (in_place && in_place->sizes() == meta_out.sizes() &&
+      in_place->scalar_type() == meta_out.scalar_type() && add_in_place_operand(a, *in_place)) {
+    for (const Tensor* t : ts)
+      if (t != *ts.begin()) add_operand(a, *t, dev.index());
+    for (const Scalar* s : scalars) a.scalar(*s, meta_out.scalar_type(), dev.index());
+    run_op_in_place(op, dev.index(), a, attrs, *in_place);
+    return *in_place;
+  }
+  Tensor out = at::empty(meta_out.sizes(), meta_out.options().device(dev));
   for (const Tensor* t : ts) add_operand(a, *t, dev.index());
   for (const Scalar* s : scalars) a.scalar(*s, out.scalar_type(), dev.index());
   run_op(op, dev.index(), a, attrs, {out});
@@ -122,13 +135,19 @@ const char* c_type_name(at::ScalarType t) {
   }
 }
 
-Tensor masked_fill_op(const Tensor& self, const Tensor& mask, const Scalar& value) {
+// in_place: see run_like.
+Tensor masked_fill_impl(const Tensor& self, const Tensor& mask, const Scalar& value,
+                        const Tensor* in_place) {
   check_mask(self, mask);
   TORCH_CHECK(!value.isComplex() || self.is_complex(), "value cannot be converted to type ",
               c_type_name(self.scalar_type()), " without overflow");
   Tensor m = at::masked_fill(to_meta(self), to_meta(mask), value);
   return run_like("aten::masked_fill.Scalar", {&self, &mask}, m, {to_tpj_dtype(m.scalar_type())},
-                  {&value});
+                  {&value}, in_place);
+}
+
+Tensor masked_fill_op(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  return masked_fill_impl(self, mask, value, nullptr);
 }
 
 Tensor masked_fill_tensor(const Tensor& self, const Tensor& mask, const Tensor& value) {
@@ -339,7 +358,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill.Tensor", TORCH_FN(masked_fill_tensor));
   m.impl("masked_fill_.Scalar", [](at::Tensor& s, const at::Tensor& mask,
                                    const at::Scalar& v) -> at::Tensor& {
-    assign_result(s, masked_fill_op(s, mask, v), "aten::masked_fill_");
+    Tensor r = masked_fill_impl(s, mask, v, &s);
+    if (!r.is_same(s)) assign_result(s, r, "aten::masked_fill_");
     return s;
   });
   m.impl("masked_fill_.Tensor", [](at::Tensor& s, const at::Tensor& mask,

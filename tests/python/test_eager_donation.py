@@ -293,3 +293,22 @@ def test_launch_blocking_failure_leaves_the_storage_readable():
     # the old buffer was donated: the storage holds the (injected-failure)
     # result, not a buffer that can no longer be read
     assert "SUM 12.0" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_masked_fill_in_place_updates_the_storage(dtype):
+    torch.manual_seed(5)
+    x_cpu = torch.randint(-9, 9, (6, 7)).to(dtype)
+    x = x_cpu.to("tpu")
+    mask = torch.rand(6, 7) > 0.5
+    row_mask = torch.tensor([True, False, False, True, False, True, False])
+    before = donated()
+    x_cpu.masked_fill_(mask, 3)
+    x.masked_fill_(mask.to("tpu"), 3)
+    x_cpu.masked_fill_(row_mask, -2)  # a mask that broadcasts
+    x.masked_fill_(row_mask.to("tpu"), -2)
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    assert donated() - before == 2
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        x[:1].masked_fill_(torch.ones(6, 7, dtype=torch.bool, device="tpu"), 0)
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
