@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "inplace.h"
 
 namespace torch_pjrt {
 namespace {
@@ -39,8 +40,11 @@ enum class Kind {
   kCompare,    // compute in the common dtype, result bool
 };
 
+// in_place (the in-place forms: self): when the result has self's dtype and
+// shape and self is its storage's natural tensor, the storage is updated in
+// place (inplace.h) and self is returned; else the functional result.
 at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& other, Kind kind,
-                  const at::Scalar* alpha = nullptr) {
+                  const at::Scalar* alpha = nullptr, const at::Tensor* in_place = nullptr) {
   check_supported(self, op);
   check_supported(other, op);
   c10::Device dev = common_device(op, {&self, &other});
@@ -60,17 +64,27 @@ at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& othe
                                 compute, "'");
   }
   at::ScalarType out_dtype = kind == Kind::kCompare ? at::kBool : compute;
-  at::Tensor out = self.sizes().equals(other.sizes())
-                       ? new_output(self.sizes(), out_dtype, dev)
-                       : new_output(at::infer_size_dimvector(self.sizes(), other.sizes()),
-                                    out_dtype, dev);
   OpArgs a;
-  add_operand(a, self, dev.index());
+  bool direct = in_place && out_dtype == self.scalar_type() &&
+                (self.sizes().equals(other.sizes()) ||
+                 self.sizes().equals(at::infer_size_dimvector(self.sizes(), other.sizes()))) &&
+                add_in_place_operand(a, self);
+  at::Tensor out;
+  if (!direct) {
+    out = self.sizes().equals(other.sizes())
+              ? new_output(self.sizes(), out_dtype, dev)
+              : new_output(at::infer_size_dimvector(self.sizes(), other.sizes()), out_dtype, dev);
+    add_operand(a, self, dev.index());
+  }
   add_operand(a, other, dev.index());
   int64_t attrs[2] = {to_tpj_dtype(compute), 0};
   if (alpha && !is_one(*alpha)) {
     attrs[1] = 1;
     a.scalar(*alpha, compute, dev.index());
+  }
+  if (direct) {
+    run_op_in_place(op, dev.index(), a, attrs, self);
+    return self;
   }
   run_op(op, dev.index(), a, attrs, {out});
   return out;
@@ -199,6 +213,13 @@ void check_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor
     if (t->device() == dst.device()) at::assert_no_partial_overlap(dst, *t);
 }
 
+// An in-place form's end: nothing left to do when the storage was updated in
+// place (result is dst), else result is written into dst.
+at::Tensor& assign_unless_self(at::Tensor& dst, const at::Tensor& result, const char* op) {
+  if (!result.is_same(dst)) assign(dst, result, op);
+  return dst;
+}
+
 at::Tensor& out_form(at::Tensor& out, const at::Tensor& result, const char* op) {
   at::native::resize_output(out, result.sizes());
   assign(out, result, op);
@@ -237,8 +258,7 @@ namespace tp = torch_pjrt;
   });                                                                                        \
   m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                        \
     tp::check_overlap(a, {&b});                                                              \
-    tp::assign(a, tp::binary(op, a, b, kind), op);                                           \
-    return a;                                                                                \
+    return tp::assign_unless_self(a, tp::binary(op, a, b, kind, nullptr, &a), op);           \
   });                                                                                        \
   m.impl(aten ".out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {           \
     tp::check_overlap(o, {&a, &b});                                                          \
@@ -251,8 +271,7 @@ namespace tp = torch_pjrt;
   });                                                                                        \
   m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b, const Scalar& alpha) -> Tensor& {   \
     tp::check_overlap(a, {&b});                                                              \
-    tp::assign(a, tp::binary(op, a, b, Kind::kArith, &alpha), op);                           \
-    return a;                                                                                \
+    return tp::assign_unless_self(a, tp::binary(op, a, b, Kind::kArith, &alpha, &a), op);    \
   });                                                                                        \
   m.impl(aten ".out",                                                                        \
          [](const Tensor& a, const Tensor& b, const Scalar& alpha, Tensor& o) -> Tensor& {   \

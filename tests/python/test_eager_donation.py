@@ -312,3 +312,48 @@ def test_masked_fill_in_place_updates_the_storage(dtype):
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         x[:1].masked_fill_(torch.ones(6, 7, dtype=torch.bool, device="tpu"), 0)
     torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_elementwise_in_place_updates_the_storage(dtype):
+    torch.manual_seed(6)
+    x_cpu = torch.randint(-9, 9, (5, 6)).to(dtype)
+    y_cpu = torch.randint(1, 9, (5, 6)).to(dtype)
+    x, y = x_cpu.to("tpu"), y_cpu.to("tpu")
+    before = donated()
+    x_cpu.add_(y_cpu, alpha=2)
+    x.add_(y, alpha=2)
+    x_cpu.mul_(y_cpu[0])  # other broadcasts to self
+    x.mul_(y[0])
+    x_cpu.sub_(3)
+    x.sub_(3)
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    assert donated() - before == 3
+    x_cpu.add_(x_cpu)  # self as the other operand: read, not donated
+    x.add_(x)
+    assert donated() - before == 3
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    if dtype == torch.int64:
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                               "output type Long"):
+            x.div_(y)
+    else:
+        x_cpu.div_(y_cpu)
+        x.div_(y)
+        torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        x[0].add_(y)
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
+
+
+def test_a_loop_of_whole_tensor_updates_holds_one_storage():
+    x = torch.zeros(1024, 1024, device="tpu")
+    x.add_(1)
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    reserved = torch.tpu.memory_reserved()
+    for _ in range(10):
+        x.mul_(2).add_(1)
+    torch.tpu.synchronize()
+    assert torch.tpu.max_memory_reserved() - reserved < 4 * (1 << 20) // 2
+    assert x[0, 0].item() == 2047.0
