@@ -92,7 +92,9 @@ at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& othe
 
 enum class UKind { kSame, kFloat };
 
-at::Tensor unary(const char* op, const at::Tensor& self, UKind kind) {
+// in_place: as binary's.
+at::Tensor unary(const char* op, const at::Tensor& self, UKind kind,
+                 const at::Tensor* in_place = nullptr) {
   check_supported(self, op);
   TORCH_INTERNAL_ASSERT(self.device().is_privateuseone());
   at::ScalarType in = self.scalar_type();
@@ -108,8 +110,12 @@ at::Tensor unary(const char* op, const at::Tensor& self, UKind kind) {
     compute = default_float();
   at::ScalarType out_dtype = compute;
   if (std::string(op) == "aten::abs" && c10::isComplexType(in)) out_dtype = c10::toRealValueType(in);
-  at::Tensor out = new_output(self.sizes(), out_dtype, self.device());
   OpArgs a;
+  if (in_place && out_dtype == in && add_in_place_operand(a, self)) {
+    run_op_in_place(op, self.device().index(), a, {to_tpj_dtype(compute)}, self);
+    return self;
+  }
+  at::Tensor out = new_output(self.sizes(), out_dtype, self.device());
   a.tensor(self);
   run_op(op, self.device().index(), a, {to_tpj_dtype(compute)}, {out});
   return out;
@@ -297,8 +303,7 @@ namespace tp = torch_pjrt;
   m.impl(aten, [](const Tensor& a) { return tp::unary(op, a, kind); });                      \
   m.impl(aten "_", [](Tensor& a) -> Tensor& {                                                \
     tp::check_overlap(a, {});                                                                \
-    tp::assign(a, tp::unary(op, a, kind), op);                                               \
-    return a;                                                                                \
+    return tp::assign_unless_self(a, tp::unary(op, a, kind, &a), op);                        \
   });                                                                                        \
   m.impl(aten ".out", [](const Tensor& a, Tensor& o) -> Tensor& {                            \
     tp::check_overlap(o, {&a});                                                              \

@@ -346,6 +346,26 @@ def test_elementwise_in_place_updates_the_storage(dtype):
     torch.testing.assert_close(x.cpu(), x_cpu, atol=0, rtol=0)
 
 
+def test_unary_in_place_updates_the_storage():
+    x_cpu = torch.linspace(-2, 2, 24).reshape(4, 6)
+    x = x_cpu.to("tpu")
+    i_cpu = torch.arange(-5, 7).reshape(3, 4)
+    i = i_cpu.to("tpu")
+    before = donated()
+    for name in ["exp_", "neg_", "sigmoid_", "tanh_"]:
+        getattr(x_cpu, name)()
+        getattr(x, name)()
+    i_cpu.neg_()
+    i.neg_()
+    assert donated() - before == 5
+    torch.testing.assert_close(x.cpu(), x_cpu, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(i.cpu(), i_cpu, atol=0, rtol=0)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        i.exp_()
+    torch.testing.assert_close(i.cpu(), i_cpu, atol=0, rtol=0)
+
+
 def test_a_loop_of_whole_tensor_updates_holds_one_storage():
     x = torch.zeros(1024, 1024, device="tpu")
     x.add_(1)
