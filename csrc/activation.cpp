@@ -4,6 +4,7 @@
 // emits for them and for tanh and sigmoid. Shapes and dtypes come from the
 // meta functions; the numeric parameters travel as runtime scalars in the
 // compute dtype.
+#include <ATen/MetaFunctions.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -46,25 +47,34 @@ Tensor run_act(const char* op, std::initializer_list<const Tensor*> ts, const Te
 Tensor silu(const Tensor& x) {
   // CPU's silu also takes complex (x / (1 + exp(-x)) holds there too).
   if (!c10::isComplexType(x.scalar_type())) check_floating(x, "silu_cpu");
-  return run_act("aten::silu", {&x}, at::silu(to_meta(x)), {});
+  return run_act("aten::silu", {&x}, at::meta::silu(to_meta(x)), {});
 }
 Tensor silu_backward(const Tensor& g, const Tensor& x) {
   check_floating(x, "silu_backward_cpu");
-  return run_act("aten::silu_backward", {&g, &x}, at::silu_backward(to_meta(g), to_meta(x)), {});
+  return run_act("aten::silu_backward", {&g, &x}, at::meta::silu_backward(to_meta(g), to_meta(x)), {});
+}
+
+// The output of an elementwise op of a and b (broadcast shape, promoted
+// dtype), made without a meta kernel: some of PyTorch's are Python.
+Tensor meta_binary_like(const Tensor& a, const Tensor& b) {
+  return at::empty(at::infer_size(a.sizes(), b.sizes()),
+                   at::TensorOptions().device(c10::kMeta).dtype(at::result_type(a, b)));
 }
 
 Tensor hardtanh(const Tensor& x, const Scalar& lo, const Scalar& hi) {
   TORCH_CHECK(x.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  return run_act("aten::hardtanh", {&x}, at::hardtanh(to_meta(x), lo, hi), {lo, hi});
+  // The output is shaped and typed like x; PyTorch's meta kernel for
+  // hardtanh is a Python decomposition costing about 1 ms a call.
+  return run_act("aten::hardtanh", {&x}, to_meta(x), {lo, hi});
 }
 Tensor hardtanh_backward(const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {
   return run_act("aten::hardtanh_backward", {&g, &x},
-                 at::hardtanh_backward(to_meta(g), to_meta(x), lo, hi), {lo, hi});
+                 meta_binary_like(g, x), {lo, hi});
 }
 
 Tensor leaky_relu(const Tensor& x, const Scalar& slope) {
   check_floating(x, "leaky_relu_cpu");
-  return run_act("aten::leaky_relu", {&x}, at::leaky_relu(to_meta(x), slope), {slope});
+  return run_act("aten::leaky_relu", {&x}, at::meta::leaky_relu(to_meta(x), slope), {slope});
 }
 Tensor leaky_relu_backward(const Tensor& g, const Tensor& x, const Scalar& slope,
                            bool self_is_result) {
@@ -77,12 +87,12 @@ Tensor leaky_relu_backward(const Tensor& g, const Tensor& x, const Scalar& slope
               "leakRelu backward calculation with negative slope");
   check_floating(x, "leaky_relu_backward_cpu");
   return run_act("aten::leaky_relu_backward", {&g, &x},
-                 at::leaky_relu_backward(to_meta(g), to_meta(x), slope, self_is_result), {slope});
+                 at::meta::leaky_relu_backward(to_meta(g), to_meta(x), slope, self_is_result), {slope});
 }
 
 Tensor elu(const Tensor& x, const Scalar& alpha, const Scalar& scale, const Scalar& iscale) {
   check_floating(x, "elu_cpu");
-  return run_act("aten::elu", {&x}, at::elu(to_meta(x), alpha, scale, iscale),
+  return run_act("aten::elu", {&x}, at::meta::elu(to_meta(x), alpha, scale, iscale),
                  {alpha, scale, iscale});
 }
 Tensor elu_backward(const Tensor& g, const Scalar& alpha, const Scalar& scale,
@@ -92,30 +102,30 @@ Tensor elu_backward(const Tensor& g, const Scalar& alpha, const Scalar& scale,
               "supported. This is caused by calling in-place forward function with a negative "
               "slope, please call out-of-place version instead.");
   check_floating(x, "elu_backward_cpu");
-  Tensor m = at::elu_backward(to_meta(g), alpha, scale, iscale, is_result, to_meta(x));
+  Tensor m = at::meta::elu_backward(to_meta(g), alpha, scale, iscale, is_result, to_meta(x));
   return run_act("aten::elu_backward", {&g, &x}, m, {alpha, scale, iscale}, {is_result});
 }
 
 Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
   check_floating(x, "softplus_cpu");
-  return run_act("aten::softplus", {&x}, at::softplus(to_meta(x), beta, threshold),
+  return run_act("aten::softplus", {&x}, at::meta::softplus(to_meta(x), beta, threshold),
                  {beta, threshold});
 }
 Tensor softplus_backward(const Tensor& g, const Tensor& x, const Scalar& beta,
                          const Scalar& threshold) {
   check_floating(x, "softplus_backward_cpu");
   return run_act("aten::softplus_backward", {&g, &x},
-                 at::softplus_backward(to_meta(g), to_meta(x), beta, threshold), {beta, threshold});
+                 at::meta::softplus_backward(to_meta(g), to_meta(x), beta, threshold), {beta, threshold});
 }
 
 Tensor hardsigmoid(const Tensor& x) {
   check_floating(x, "hardsigmoid_cpu");
-  return run_act("aten::hardsigmoid", {&x}, at::hardsigmoid(to_meta(x)), {});
+  return run_act("aten::hardsigmoid", {&x}, at::meta::hardsigmoid(to_meta(x)), {});
 }
 Tensor hardsigmoid_backward(const Tensor& g, const Tensor& x) {
   check_floating(x, "hardsigmoid_backward_cpu");
   return run_act("aten::hardsigmoid_backward", {&g, &x},
-                 at::hardsigmoid_backward(to_meta(g), to_meta(x)), {});
+                 at::meta::hardsigmoid_backward(to_meta(g), to_meta(x)), {});
 }
 
 Tensor hardswish(const Tensor& x) {
@@ -129,7 +139,7 @@ Tensor hardswish_backward(const Tensor& g, const Tensor& x) {
 
 Tensor mish(const Tensor& x) {
   check_floating(x, "mish_cpu");
-  return run_act("aten::mish", {&x}, at::mish(to_meta(x)), {});
+  return run_act("aten::mish", {&x}, at::meta::mish(to_meta(x)), {});
 }
 Tensor mish_backward(const Tensor& g, const Tensor& x) {
   check_floating(x, "mish_backward_cpu");
@@ -137,10 +147,10 @@ Tensor mish_backward(const Tensor& g, const Tensor& x) {
 }
 
 Tensor tanh_backward(const Tensor& g, const Tensor& y) {
-  return run_act("aten::tanh_backward", {&g, &y}, at::tanh_backward(to_meta(g), to_meta(y)), {});
+  return run_act("aten::tanh_backward", {&g, &y}, at::meta::tanh_backward(to_meta(g), to_meta(y)), {});
 }
 Tensor sigmoid_backward(const Tensor& g, const Tensor& y) {
-  return run_act("aten::sigmoid_backward", {&g, &y}, at::sigmoid_backward(to_meta(g), to_meta(y)),
+  return run_act("aten::sigmoid_backward", {&g, &y}, at::meta::sigmoid_backward(to_meta(g), to_meta(y)),
                  {});
 }
 

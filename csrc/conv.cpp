@@ -3,6 +3,7 @@
 // Convolution's argument checks repeat CPU's (Convolution.cpp) with its
 // wording, because the meta kernel words them differently; pooling shapes and
 // checks come from the meta functions. The lowerings are in src/ops/conv.c.
+#include <ATen/MetaFunctions.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -253,7 +254,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_tpu(const Tensor& self, IntAr
                                                    IntArrayRef stride, IntArrayRef padding,
                                                    IntArrayRef dilation, bool ceil_mode) {
   const char* op = "aten::max_pool2d_with_indices";
-  auto [m0, m1] = at::max_pool2d_with_indices(to_meta(self), kernel_size, stride, padding,
+  auto [m0, m1] = at::meta::max_pool2d_with_indices(to_meta(self), kernel_size, stride, padding,
                                               dilation, ceil_mode);
   check_supported(self, op);
   c10::Device dev = self.device();
@@ -281,7 +282,7 @@ Tensor max_pool2d_with_indices_backward_tpu(const Tensor& grad, const Tensor& se
                                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
                                         const Tensor& indices) {
   const char* op = "aten::max_pool2d_with_indices_backward";
-  Tensor m = at::max_pool2d_with_indices_backward(to_meta(grad), to_meta(self), kernel_size,
+  Tensor m = at::meta::max_pool2d_with_indices_backward(to_meta(grad), to_meta(self), kernel_size,
                                                   stride, padding, dilation, ceil_mode,
                                                   to_meta(indices));
   check_devices(op, {&grad, &self, &indices});
@@ -313,7 +314,7 @@ Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
                   IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                   std::optional<int64_t> divisor_override) {
   const char* op = "aten::avg_pool2d";
-  Tensor m = at::avg_pool2d(to_meta(self), kernel_size, stride, padding, ceil_mode,
+  Tensor m = at::meta::avg_pool2d(to_meta(self), kernel_size, stride, padding, ceil_mode,
                             count_include_pad, divisor_override);
   check_supported(self, op);
   c10::Device dev = self.device();
@@ -338,7 +339,7 @@ Tensor avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
                            IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
                            bool count_include_pad, std::optional<int64_t> divisor_override) {
   const char* op = "aten::avg_pool2d_backward";
-  Tensor m = at::avg_pool2d_backward(to_meta(grad), to_meta(self), kernel_size, stride, padding,
+  Tensor m = at::meta::avg_pool2d_backward(to_meta(grad), to_meta(self), kernel_size, stride, padding,
                                      ceil_mode, count_include_pad, divisor_override);
   check_devices(op, {&grad, &self});
   c10::Device dev = self.device();

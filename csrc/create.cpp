@@ -3,6 +3,7 @@
 // replication pads. Sizes and argument errors follow CPU: arange's and
 // linspace's size rules are CPU's (in the accumulate type), the rest run
 // the op on meta tensors first.
+#include <ATen/MetaFunctions.h>
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/WrapDimUtils.h>
@@ -126,10 +127,10 @@ Tensor& eye_out(int64_t n, int64_t m, Tensor& out) {
 }
 
 Tensor tril(const Tensor& x, int64_t k) {
-  return run_shape("aten::tril", x, at::tril(to_meta(x), k), {k});
+  return run_shape("aten::tril", x, at::meta::tril(to_meta(x), k), {k});
 }
 Tensor triu(const Tensor& x, int64_t k) {
-  return run_shape("aten::triu", x, at::triu(to_meta(x), k), {k});
+  return run_shape("aten::triu", x, at::meta::triu(to_meta(x), k), {k});
 }
 
 Tensor flip(const Tensor& x, at::IntArrayRef dims) {

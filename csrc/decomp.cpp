@@ -9,6 +9,7 @@
 // outform.cpp (the functional kernel, then CPU's out= rules), except
 // _cholesky_solve_helper.out: PyTorch gives that one a
 // CompositeExplicitAutograd kernel, which would take the call first.
+#include <ATen/MetaFunctions.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -77,7 +78,7 @@ T2 k_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
   c10::Device dev = A.device();
   if (!native(A))
     return on_cpu(op, A, dev, [&] { return at::linalg_cholesky_ex(cpu(A), upper, check_errors); });
-  T2 m = at::linalg_cholesky_ex(to_meta(A), upper, false);
+  T2 m = at::meta::linalg_cholesky_ex(to_meta(A), upper, false);
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {upper});
   if (check_errors) at::_linalg_check_errors(o[1], "linalg.cholesky_ex", A.dim() == 2);
   return {o[0], o[1]};
@@ -99,7 +100,7 @@ Tensor k_cholesky(const Tensor& self, bool upper) {
   if (!native(self))
     return on_cpu("aten::cholesky", self, dev, [&] { return at::cholesky(cpu(self), upper); });
   Tensor m = at::cholesky(to_meta(self), upper);
-  T2 mm = at::linalg_cholesky_ex(to_meta(self), upper, false);
+  T2 mm = at::meta::linalg_cholesky_ex(to_meta(self), upper, false);
   auto o = run("aten::linalg_cholesky_ex", dev, {self}, {m, std::get<1>(mm)}, {upper});
   at::_linalg_check_errors(o[1], "cholesky", self.dim() == 2);
   return o[0];
@@ -133,7 +134,7 @@ T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool tran
     return on_cpu(op, self, dev, [&] {
       return at::triangular_solve(cpu(self), cpu(A), upper, transpose, unit);
     });
-  T2 m = at::triangular_solve(to_meta(self), to_meta(A), upper, transpose, unit);
+  T2 m = at::meta::triangular_solve(to_meta(self), to_meta(A), upper, transpose, unit);
   if (std::get<0>(m).numel() == 0 || std::get<1>(m).numel() == 0)
     return {at::empty(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev)),
             A.expand(std::get<1>(m).sizes()).clone(at::MemoryFormat::Contiguous)};
@@ -177,7 +178,7 @@ T3 k_lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
   c10::Device dev = A.device();
   if (!native(A))
     return on_cpu(op, A, dev, [&] { return at::linalg_lu_factor_ex(cpu(A), pivot, check_errors); });
-  T3 m = at::linalg_lu_factor_ex(to_meta(A), pivot, false);
+  T3 m = at::meta::linalg_lu_factor_ex(to_meta(A), pivot, false);
   check_pivot(pivot);
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {});
   if (check_errors) at::_linalg_check_errors(o[2], "torch.linalg.lu_factor_ex", A.dim() == 2);
@@ -188,7 +189,7 @@ T3 k_linalg_lu(const Tensor& A, bool pivot) {
   const char* op = "aten::linalg_lu";
   c10::Device dev = A.device();
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::linalg_lu(cpu(A), pivot); });
-  T3 m = at::linalg_lu(to_meta(A), pivot);
+  T3 m = at::meta::linalg_lu(to_meta(A), pivot);
   check_pivot(pivot);
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {});
   return {o[0], o[1], o[2]};
@@ -201,7 +202,7 @@ T3 k_lu_unpack(const Tensor& LU, const Tensor& pivots, bool unpack_data, bool un
     return on_cpu(op, LU, dev, [&] {
       return at::lu_unpack(cpu(LU), cpu(pivots), unpack_data, unpack_pivots);
     });
-  T3 m = at::lu_unpack(to_meta(LU), to_meta(pivots), unpack_data, unpack_pivots);
+  T3 m = at::meta::lu_unpack(to_meta(LU), to_meta(pivots), unpack_data, unpack_pivots);
   int64_t lo, hi;
   if (unpack_pivots && index_bounds(pivots, &lo, &hi))
     TORCH_CHECK(lo >= 1 && hi <= LU.size(-2),
@@ -219,7 +220,7 @@ Tensor k_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool 
     return on_cpu(op, LU, dev, [&] {
       return at::linalg_lu_solve(cpu(LU), cpu(pivots), cpu(B), left, adjoint);
     });
-  Tensor m = at::linalg_lu_solve(to_meta(LU), to_meta(pivots), to_meta(B), left, adjoint);
+  Tensor m = at::meta::linalg_lu_solve(to_meta(LU), to_meta(pivots), to_meta(B), left, adjoint);
   if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
   int64_t lo, hi;
   if (index_bounds(pivots, &lo, &hi))
@@ -234,7 +235,7 @@ T2 k_inv_ex(const Tensor& A, bool check_errors) {
   c10::Device dev = A.device();
   if (!native(A))
     return on_cpu(op, A, dev, [&] { return at::linalg_inv_ex(cpu(A), check_errors); });
-  T2 m = at::linalg_inv_ex(to_meta(A), false);
+  T2 m = at::meta::linalg_inv_ex(to_meta(A), false);
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {});
   if (check_errors) at::_linalg_check_errors(o[1], "linalg.inv_ex", A.dim() == 2);
   return {o[0], o[1]};
@@ -245,7 +246,7 @@ T4 k_solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
   c10::Device dev = dev_of(op, {&A, &B});
   if (!native(A))
     return on_cpu(op, A, dev, [&] { return at::_linalg_solve_ex(cpu(A), cpu(B), left, check_errors); });
-  T4 m = at::_linalg_solve_ex(to_meta(A), to_meta(B), left, false);
+  T4 m = at::meta::_linalg_solve_ex(to_meta(A), to_meta(B), left, false);
   // PyTorch's rule for a vector right-hand side (linalg_solve_is_vector_rhs)
   bool vec = B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes() == A.sizes().slice(0, A.dim() - 1));
   auto o = run(op, dev, {A, B}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
@@ -258,7 +259,7 @@ T3 k_det(const Tensor& A) {
   const char* op = "aten::_linalg_det";
   c10::Device dev = A.device();
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_det(cpu(A)); });
-  T3 m = at::_linalg_det(to_meta(A));
+  T3 m = at::meta::_linalg_det(to_meta(A));
   // CPU factors A^T when A is contiguous; the backward relies on it
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {A.is_contiguous()});
   return {o[0], o[1], o[2]};
@@ -268,7 +269,7 @@ T4 k_slogdet(const Tensor& A) {
   const char* op = "aten::_linalg_slogdet";
   c10::Device dev = A.device();
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_slogdet(cpu(A)); });
-  T4 m = at::_linalg_slogdet(to_meta(A));
+  T4 m = at::meta::_linalg_slogdet(to_meta(A));
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
                {A.is_contiguous()});
   return {o[0], o[1], o[2], o[3]};
@@ -308,7 +309,7 @@ T2 k_linalg_qr(const Tensor& A, c10::string_view mode) {
   const char* op = "aten::linalg_qr";
   c10::Device dev = A.device();
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::linalg_qr(cpu(A), mode); });
-  T2 m = at::linalg_qr(to_meta(A), mode);
+  T2 m = at::meta::linalg_qr(to_meta(A), mode);
   int64_t md = mode == "complete" ? 1 : mode == "r" ? 2 : 0;
   if (A.numel() == 0) {
     // no matrix to factor: Q is (part of) the identity, R is empty/zero
@@ -328,7 +329,7 @@ T2 k_linalg_eigh(const Tensor& A, c10::string_view uplo, bool compute_v) {
   c10::Device dev = A.device();
   if (!native(A) || compute_v)
     return on_cpu(op, A, dev, [&] { return at::_linalg_eigh(cpu(A), uplo, compute_v); });
-  T2 m = at::_linalg_eigh(to_meta(A), uplo, compute_v);
+  T2 m = at::meta::_linalg_eigh(to_meta(A), uplo, compute_v);
   if (A.numel() == 0)
     return {at::empty(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev)),
             at::empty(std::get<1>(m).sizes(), std::get<1>(m).options().device(dev))};

@@ -12,6 +12,7 @@
 // device, read on the host (one wait), and the positions are then found by a
 // native program of that size. Bool-mask indexing (x[mask], x[mask] = v,
 // masked_select) goes through that nonzero.
+#include <ATen/MetaFunctions.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
@@ -68,7 +69,7 @@ int64_t size_at(const Tensor& self, int64_t d) { return self.dim() == 0 ? 1 : se
 
 Tensor gather_k(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
   const char* op = "aten::gather";
-  Tensor m = at::gather(to_meta(self), dim, to_meta(index), sparse_grad);
+  Tensor m = at::meta::gather(to_meta(self), dim, to_meta(index), sparse_grad);
   check_supported(self, op);
   c10::Device dev = common_device(op, {&self, &index});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
@@ -153,31 +154,31 @@ Mode reduce_mode(c10::string_view reduce) {
 }
 
 Tensor scatter_src_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  at::scatter(to_meta(self), dim, to_meta(index), to_meta(src));
+  at::meta::scatter(to_meta(self), dim, to_meta(index), to_meta(src));
   return scatter_run("aten::scatter.src", self, dim, index, &src, nullptr, kSet, true);
 }
 
 Tensor scatter_value_k(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  at::scatter(to_meta(self), dim, to_meta(index), value);
+  at::meta::scatter(to_meta(self), dim, to_meta(index), value);
   return scatter_run("aten::scatter.value", self, dim, index, nullptr, &value, kSet, true);
 }
 
 Tensor scatter_reduce_src_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                           c10::string_view reduce) {
   Mode mode = legacy_mode(reduce);
-  at::scatter(to_meta(self), dim, to_meta(index), to_meta(src), reduce);
+  at::meta::scatter(to_meta(self), dim, to_meta(index), to_meta(src), reduce);
   return scatter_run("aten::scatter.reduce", self, dim, index, &src, nullptr, mode, true);
 }
 
 Tensor scatter_reduce_value_k(const Tensor& self, int64_t dim, const Tensor& index,
                             const Scalar& value, c10::string_view reduce) {
   Mode mode = legacy_mode(reduce);
-  at::scatter(to_meta(self), dim, to_meta(index), value, reduce);
+  at::meta::scatter(to_meta(self), dim, to_meta(index), value, reduce);
   return scatter_run("aten::scatter.value_reduce", self, dim, index, nullptr, &value, mode, true);
 }
 
 Tensor scatter_add_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  at::scatter_add(to_meta(self), dim, to_meta(index), to_meta(src));
+  at::meta::scatter_add(to_meta(self), dim, to_meta(index), to_meta(src));
   return scatter_run("aten::scatter_add", self, dim, index, &src, nullptr, kSum, true);
 }
 
@@ -207,7 +208,7 @@ Tensor& scatter_add_inplace(Tensor& self, int64_t dim, const Tensor& index, cons
 Tensor scatter_reduce_two_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                           c10::string_view reduce, bool include_self) {
   Mode mode = reduce_mode(reduce);
-  at::scatter_reduce(to_meta(self), dim, to_meta(index), to_meta(src), reduce, include_self);
+  at::meta::scatter_reduce(to_meta(self), dim, to_meta(index), to_meta(src), reduce, include_self);
   return scatter_run("aten::scatter_reduce.two", self, dim, index, &src, nullptr, mode,
                      include_self);
 }
@@ -316,7 +317,7 @@ Expanded expand_indices(const Tensor& self_in, const IndexList& indices, c10::De
     if (e.dims[j] == k) meta.push_back(std::optional<Tensor>(to_meta(e.idx[j++])));
     else meta.push_back(std::optional<Tensor>());
   }
-  e.result = at::index(to_meta(e.self), meta).sizes().vec();
+  e.result = at::meta::index(to_meta(e.self), meta).sizes().vec();
   for (size_t j = 0; j < e.idx.size(); ++j)
     if (!e.checked[j]) check_range(e.idx[j], e.self.size(e.dims[j]), (int64_t)j, true, "", true);
   if (!e.idx.empty()) e.idx = at::broadcast_tensors(e.idx);  // stride-0 views: free
@@ -527,7 +528,7 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_add_(): self (",
               self.scalar_type(), ") and source (", source.scalar_type(),
               ") must have the same scalar type");
-  at::index_add(to_meta(self), dim, to_meta(index), to_meta(source), alpha);
+  at::meta::index_add(to_meta(self), dim, to_meta(index), to_meta(source), alpha);
   common_device(op, {&self, &index, &source});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "", false);
@@ -542,7 +543,7 @@ Tensor index_add_k(const Tensor& self, int64_t dim, const Tensor& index, const T
 Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                        const Tensor* in_place) {
   const char* op = "aten::index_copy";
-  at::index_copy(to_meta(self), dim, to_meta(index), to_meta(source));
+  at::meta::index_copy(to_meta(self), dim, to_meta(index), to_meta(source));
   common_device(op, {&self, &index, &source});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "index_copy_(): ", true);

@@ -8,6 +8,7 @@
 // checks and messages are CPU's (from meta functions where PyTorch has one).
 // Cases with no exact lowering (complex logaddexp) run CPU's kernel,
 // counted by dtype_fallback.
+#include <ATen/MetaFunctions.h>
 #include <ATen/ExpandUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -199,7 +200,7 @@ Tensor vdot(const Tensor& a, const Tensor& b) {
 
 std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   std::tuple<Tensor, Tensor> m;
-  checked_like_cpu([&] { m = at::aminmax(to_meta(self), dim, keepdim); },
+  checked_like_cpu([&] { m = at::meta::aminmax(to_meta(self), dim, keepdim); },
                    [&] { at::aminmax(self.cpu(), dim, keepdim); });
   Tensor lo, hi;
   if (dim) {
@@ -215,7 +216,7 @@ std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> di
 // renorm as CPU computes it: each slice's p-norm (in the accumulator), the
 // scale maxnorm / (norm + 1e-7) where the norm is over maxnorm, else 1.
 Tensor renorm(const Tensor& self, const Scalar& p, int64_t dim, const Scalar& maxnorm) {
-  checked_like_cpu([&] { at::renorm(to_meta(self), p, dim, maxnorm); },
+  checked_like_cpu([&] { at::meta::renorm(to_meta(self), p, dim, maxnorm); },
                    [&] { at::renorm(self.cpu(), p, dim, maxnorm); });
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   std::vector<int64_t> rdims;
@@ -253,7 +254,7 @@ Tensor clamp_tensor(const Tensor& self, const std::optional<Tensor>& lo,
   if (lo && lo->defined()) mlo = to_meta(*lo);
   if (hi && hi->defined()) mhi = to_meta(*hi);
   ScalarType t;
-  checked_like_cpu([&] { t = at::clamp(to_meta(self), mlo, mhi).scalar_type(); },
+  checked_like_cpu([&] { t = at::meta::clamp(to_meta(self), mlo, mhi).scalar_type(); },
                    [&] {
                      at::clamp(self.cpu(), lo ? std::optional<Tensor>(lo->cpu()) : std::nullopt,
                                hi ? std::optional<Tensor>(hi->cpu()) : std::nullopt);
@@ -273,7 +274,7 @@ Tensor index_reduce(const Tensor& self, int64_t dim, const Tensor& index, const 
                     c10::string_view reduce, bool include_self) {
   checked_like_cpu(
       [&] {
-        at::index_reduce(to_meta(self), dim, to_meta(index), to_meta(source), reduce,
+        at::meta::index_reduce(to_meta(self), dim, to_meta(index), to_meta(source), reduce,
                          include_self);
         TORCH_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
                     "index_reduce: bad reduce");

@@ -14,6 +14,7 @@
 // unique_consecutive's result size depends on the data: the run count is
 // computed on the device and read on the host (one wait, as nonzero does),
 // then a program of that size computes the values, inverse and counts.
+#include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -84,7 +85,7 @@ Tensor linalg_cross(const Tensor& self, const Tensor& other, int64_t dim) {
   // The meta function promotes mixed dtypes; CPU's kernel refuses them.
   if (self.scalar_type() != other.scalar_type())
     at::linalg_cross(self.cpu(), other.cpu(), dim);
-  Tensor m = meta_or_cpu([&] { return at::linalg_cross(to_meta(self), to_meta(other), dim); },
+  Tensor m = meta_or_cpu([&] { return at::meta::linalg_cross(to_meta(self), to_meta(other), dim); },
                          [&] { at::linalg_cross(self.cpu(), other.cpu(), dim); });
   return run("aten::linalg_cross", {&self, &other}, {m}, {c10::maybe_wrap_dim(dim, m.dim())})[0];
 }
@@ -196,7 +197,7 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool r
 // ---- glu, prelu ---------------------------------------------------------------------
 
 Tensor glu(const Tensor& self, int64_t dim) {
-  Tensor m = meta_or_cpu([&] { return at::glu(to_meta(self), dim); },
+  Tensor m = meta_or_cpu([&] { return at::meta::glu(to_meta(self), dim); },
                          [&] { at::glu(self.cpu(), dim); });
   return run("aten::glu", {&self}, {m},
              {to_tpj_dtype(accumulator(self.scalar_type())), wrap(dim, self)})[0];

@@ -5,6 +5,7 @@
 // the cdist / pdist distances (src/ops/dist.c) and bicubic upsampling
 // (src/ops/cubic.c). Shapes,
 // dtypes and argument errors come from the meta functions.
+#include <ATen/MetaFunctions.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -153,7 +154,7 @@ Tensor logit(const Tensor& x, std::optional<double> eps) {
 }
 
 Tensor logit_backward(const Tensor& g, const Tensor& x, std::optional<double> eps) {
-  Tensor m = at::logit_backward(to_meta(g), to_meta(x), eps);
+  Tensor m = at::meta::logit_backward(to_meta(g), to_meta(x), eps);
   bool he = eps && *eps >= 0;
   std::vector<int64_t> attrs{compute_dtype(m.scalar_type()), he};
   if (he) return run_nn2("aten::logit_backward", {&g, &x}, m, attrs, {*eps}, m.scalar_type());
@@ -162,21 +163,21 @@ Tensor logit_backward(const Tensor& g, const Tensor& x, std::optional<double> ep
 
 Tensor hardshrink(const Tensor& x, const Scalar& l) {
   check_floating_dtype(x, "hardshrink_cpu");
-  Tensor m = at::hardshrink(to_meta(x), l);
+  Tensor m = at::meta::hardshrink(to_meta(x), l);
   return run_nn2("aten::hardshrink", {&x}, m, {compute_dtype(m.scalar_type())}, {l},
                  m.scalar_type());
 }
 
 Tensor hardshrink_backward(const Tensor& g, const Tensor& x, const Scalar& l) {
   check_floating_dtype(x, "hardshrink_backward_cpu");
-  Tensor m = at::hardshrink_backward(to_meta(g), to_meta(x), l);
+  Tensor m = at::meta::hardshrink_backward(to_meta(g), to_meta(x), l);
   return run_nn2("aten::hardshrink_backward", {&g, &x}, m, {compute_dtype(m.scalar_type())}, {l},
                  m.scalar_type());
 }
 
 Tensor softshrink(const Tensor& x, const Scalar& l) {
   check_floating_dtype(x, "softshrink_check");
-  Tensor m = at::softshrink(to_meta(x), l);
+  Tensor m = at::meta::softshrink(to_meta(x), l);
   // CPU's softshrink reads lambd in the compute type (unlike hardshrink)
   return run_nn2("aten::softshrink", {&x}, m, {compute_dtype(m.scalar_type())}, {l},
                  accumulator(m.scalar_type()));
@@ -184,14 +185,14 @@ Tensor softshrink(const Tensor& x, const Scalar& l) {
 
 Tensor softshrink_backward(const Tensor& g, const Tensor& x, const Scalar& l) {
   check_floating_dtype(x, "softshrink_backward_cpu");
-  Tensor m = at::softshrink_backward(to_meta(g), to_meta(x), l);
+  Tensor m = at::meta::softshrink_backward(to_meta(g), to_meta(x), l);
   return run_nn2("aten::softshrink_backward", {&g, &x}, m, {compute_dtype(m.scalar_type())}, {l},
                  m.scalar_type());
 }
 
 Tensor threshold(const Tensor& x, const Scalar& t, const Scalar& v) {
   check_cpu_dtype(x.scalar_type() != at::kBool, x.scalar_type(), "threshold_cpu");
-  Tensor m = at::threshold(to_meta(x), t, v);
+  Tensor m = at::meta::threshold(to_meta(x), t, v);
   at::ScalarType cd = accumulator(m.scalar_type());
   return run_nn2("aten::threshold", {&x}, m, {to_tpj_dtype(cd)}, {t, v}, cd);
 }

@@ -4,6 +4,7 @@
 // and argument checks come from the meta functions; batch norm's running
 // statistics come back from the program and are written into the running
 // buffers here, as CPU's kernel updates them in place.
+#include <ATen/MetaFunctions.h>
 #include <ATen/ExpandUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -58,9 +59,22 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTens
   TORCH_CHECK(training || hr, "running_mean must be defined in evaluation mode");
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected an input with at least 2 dims, got ",
               input.dim());
-  auto [m0, m1, m2] = at::native_batch_norm(to_meta(input), meta_or_undefined(weight),
-                                            meta_or_undefined(bias), meta_or_undefined(running_mean),
-                                            meta_or_undefined(running_var), training, momentum, eps);
+  // Shapes computed here rather than by PyTorch's meta kernel, which is a
+  // Python decomposition costing milliseconds a call: y like input in its
+  // suggested memory format, the saved statistics (C,).
+  int64_t channels = input.size(1);
+  auto check_c = [&](const OptTensor& t, const char* name) {
+    TORCH_CHECK(!has(t) || t->numel() == channels, name, " should contain ", channels,
+                " elements not ", has(t) ? t->numel() : 0);
+  };
+  check_c(weight, "weight");
+  check_c(bias, "bias");
+  check_c(running_mean, "running_mean");
+  check_c(running_var, "running_var");
+  auto mo = at::TensorOptions().device(c10::kMeta).dtype(input.scalar_type());
+  Tensor m0 = at::empty(input.sizes(), mo.memory_format(input.suggest_memory_format()));
+  Tensor m1 = at::empty({channels}, mo);
+  Tensor m2 = m1;
   bool hw = has(weight), hb = has(bias);
   std::vector<const Tensor*> ts{&input};
   if (hw) ts.push_back(&*weight);
@@ -253,7 +267,7 @@ void check_broadcast(const Tensor& self, const Tensor& target) {
 
 Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
   check_broadcast(self, target);
-  Tensor m = at::mse_loss(to_meta(self), to_meta(target), reduction);
+  Tensor m = at::meta::mse_loss(to_meta(self), to_meta(target), reduction);
   return run_loss("aten::mse_loss", {&self, &target}, m, reduction, false, std::nullopt);
 }
 Tensor mse_loss_backward(const Tensor& g, const Tensor& self, const Tensor& target,
@@ -269,7 +283,7 @@ void check_beta(double beta) {
 Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
   check_beta(beta);
   check_broadcast(self, target);
-  Tensor m = at::smooth_l1_loss(to_meta(self), to_meta(target), reduction, beta);
+  Tensor m = at::meta::smooth_l1_loss(to_meta(self), to_meta(target), reduction, beta);
   return run_loss("aten::smooth_l1_loss", {&self, &target}, m, reduction, false, beta);
 }
 Tensor smooth_l1_loss_backward(const Tensor& g, const Tensor& self, const Tensor& target,

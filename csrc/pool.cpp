@@ -3,6 +3,7 @@
 // backward (the out= forms are served by outform.cpp). Output shapes and
 // argument errors come from the meta functions; dtype errors are worded as
 // CPU's kernels word them.
+#include <ATen/MetaFunctions.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -94,7 +95,7 @@ void check_avg3d_dtype(const Tensor& x, const char* name) {
 Tensor avg_pool3d_tpu(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArrayRef p, bool ceil_mode,
                   bool cip, std::optional<int64_t> div) {
   const char* op = "aten::avg_pool3d";
-  Tensor m = at::avg_pool3d(to_meta(self), k, s, p, ceil_mode, cip, div);
+  Tensor m = at::meta::avg_pool3d(to_meta(self), k, s, p, ceil_mode, cip, div);
   check_avg3d_dtype(self, "avg_pool3d_out_frame");
   // int64 is lowered exactly (its compute dtype is int64: wrapping sums, a
   // truncating division, as CPU's kernel does); other integers are not.
@@ -109,7 +110,7 @@ Tensor avg_pool3d_tpu(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArray
 Tensor avg_pool3d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayRef k, IntArrayRef s,
                            IntArrayRef p, bool ceil_mode, bool cip, std::optional<int64_t> div) {
   const char* op = "aten::avg_pool3d_backward";
-  Tensor m = at::avg_pool3d_backward(to_meta(grad), to_meta(self), k, s, p, ceil_mode, cip, div);
+  Tensor m = at::meta::avg_pool3d_backward(to_meta(grad), to_meta(self), k, s, p, ceil_mode, cip, div);
   check_avg3d_dtype(self, "avg_pool3d_backward_out_frame");
   if (!c10::isFloatingType(self.scalar_type())) {
     dtype_fallback(op, self.scalar_type());
@@ -123,26 +124,26 @@ Tensor avg_pool3d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
 
 std::tuple<Tensor, Tensor> adaptive_max2d(const Tensor& self, IntArrayRef size) {
   check_floating_dtype(self, "adaptive_max_pool2d");
-  auto [m0, m1] = at::adaptive_max_pool2d(to_meta(self), size);
+  auto [m0, m1] = at::meta::adaptive_max_pool2d(to_meta(self), size);
   auto r = run_pool("aten::adaptive_max_pool2d", {&self}, {&m0, &m1}, {2});
   return {r[0], r[1]};
 }
 
 std::tuple<Tensor, Tensor> adaptive_max3d(const Tensor& self, IntArrayRef size) {
   check_floating_dtype(self, "adaptive_max_pool3d_cpu");
-  auto [m0, m1] = at::adaptive_max_pool3d(to_meta(self), size);
+  auto [m0, m1] = at::meta::adaptive_max_pool3d(to_meta(self), size);
   auto r = run_pool("aten::adaptive_max_pool3d", {&self}, {&m0, &m1}, {3});
   return {r[0], r[1]};
 }
 
 Tensor adaptive_max2d_backward(const Tensor& grad, const Tensor& self, const Tensor& indices) {
-  at::adaptive_max_pool2d_backward(to_meta(grad), to_meta(self), to_meta(indices));
+  at::meta::adaptive_max_pool2d_backward(to_meta(grad), to_meta(self), to_meta(indices));
   check_floating_dtype(self, "adaptive_max_pool2d_backward");
   return max_pool_backward("aten::adaptive_max_pool2d_backward", grad, self, indices, 2);
 }
 
 Tensor adaptive_max3d_backward(const Tensor& grad, const Tensor& self, const Tensor& indices) {
-  at::adaptive_max_pool3d_backward(to_meta(grad), to_meta(self), to_meta(indices));
+  at::meta::adaptive_max_pool3d_backward(to_meta(grad), to_meta(self), to_meta(indices));
   check_floating_dtype(self, "adaptive_max_pool3d_backward_cpu");
   return max_pool_backward("aten::adaptive_max_pool3d_backward", grad, self, indices, 3);
 }

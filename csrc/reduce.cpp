@@ -1,5 +1,6 @@
 // Kernel glue for reductions and matrix products. Output shape and dtype,
 // and every argument check, come from running the op on meta tensors.
+#include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -30,7 +31,7 @@ Tensor reduce(const char* op, const Tensor& self, const std::vector<int64_t>& di
 
 Tensor sum_dim(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                std::optional<at::ScalarType> dtype) {
-  Tensor m = at::sum(to_meta(self), dim, keepdim, dtype);
+  Tensor m = at::meta::sum(to_meta(self), dim, keepdim, dtype);
   return reduce("aten::sum.dim_IntList", self, reduced_dims(self, dim), keepdim, m);
 }
 
@@ -46,13 +47,13 @@ Tensor mean_dim(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
               "mean(): could not infer output dtype. ",
               (dtype ? "Optional" : "Input"), " dtype must be either a floating point or complex dtype. ",
               "Got: ", out_t);
-  Tensor m = at::mean(to_meta(self), dim, keepdim, dtype);
+  Tensor m = at::meta::mean(to_meta(self), dim, keepdim, dtype);
   return reduce("aten::mean.dim", self, reduced_dims(self, dim), keepdim, m);
 }
 
 Tensor prod_dim(const Tensor& self, int64_t dim, bool keepdim,
                 std::optional<at::ScalarType> dtype) {
-  Tensor m = at::prod(to_meta(self), dim, keepdim, dtype);
+  Tensor m = at::meta::prod(to_meta(self), dim, keepdim, dtype);
   std::vector<int64_t> d{c10::maybe_wrap_dim(dim, self.dim())};
   if (self.dim() == 0) d.clear();
   return reduce("aten::prod.dim_int", self, d, keepdim, m);
@@ -77,23 +78,23 @@ void check_nonempty(const char* name, const Tensor& self, at::IntArrayRef dim) {
 
 Tensor amax(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
   check_nonempty("amax", self, dim);
-  Tensor m = at::amax(to_meta(self), dim, keepdim);
+  Tensor m = at::meta::amax(to_meta(self), dim, keepdim);
   return reduce("aten::amax", self, reduced_dims(self, dim), keepdim, m);
 }
 
 Tensor amin(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
   check_nonempty("amin", self, dim);
-  Tensor m = at::amin(to_meta(self), dim, keepdim);
+  Tensor m = at::meta::amin(to_meta(self), dim, keepdim);
   return reduce("aten::amin", self, reduced_dims(self, dim), keepdim, m);
 }
 
 Tensor any_dims(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
-  Tensor m = at::any(to_meta(self), dim, keepdim);
+  Tensor m = at::meta::any(to_meta(self), dim, keepdim);
   return reduce("aten::any.dims", self, reduced_dims(self, dim), keepdim, m);
 }
 
 Tensor all_dims(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
-  Tensor m = at::all(to_meta(self), dim, keepdim);
+  Tensor m = at::meta::all(to_meta(self), dim, keepdim);
   return reduce("aten::all.dims", self, reduced_dims(self, dim), keepdim, m);
 }
 
@@ -139,14 +140,14 @@ void check_matrices(const Tensor& m1, const Tensor& m2) {
 
 Tensor mm(const Tensor& self, const Tensor& mat2) {
   check_matrices(self, mat2);
-  return product("aten::mm", {&self, &mat2}, at::mm(to_meta(self), to_meta(mat2)), nullptr,
+  return product("aten::mm", {&self, &mat2}, at::meta::mm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
 
 Tensor bmm(const Tensor& self, const Tensor& mat2) {
   TORCH_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
               self.dtype(), " != ", mat2.dtype());
-  return product("aten::bmm", {&self, &mat2}, at::bmm(to_meta(self), to_meta(mat2)), nullptr,
+  return product("aten::bmm", {&self, &mat2}, at::meta::bmm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
 
@@ -155,13 +156,13 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const at::S
   check_matrices(m1, m2);
   TORCH_CHECK(self.scalar_type() == m2.scalar_type(), "self and mat2 must have the same dtype, "
               "but got ", self.scalar_type(), " and ", m2.scalar_type());
-  Tensor m = at::addmm(to_meta(self), to_meta(m1), to_meta(m2), beta, alpha);
+  Tensor m = at::meta::addmm(to_meta(self), to_meta(m1), to_meta(m2), beta, alpha);
   return product("aten::addmm", {&self, &m1, &m2}, m, &beta, &alpha);
 }
 
 Tensor baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const at::Scalar& beta,
                const at::Scalar& alpha) {
-  Tensor m = at::baddbmm(to_meta(self), to_meta(b1), to_meta(b2), beta, alpha);
+  Tensor m = at::meta::baddbmm(to_meta(self), to_meta(b1), to_meta(b2), beta, alpha);
   return product("aten::baddbmm", {&self, &b1, &b2}, m, &beta, &alpha);
 }
 
@@ -170,7 +171,7 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const at:
   TORCH_CHECK(mat.dtype() == vec.dtype() && self.dtype() == mat.dtype(),
               "addmv input tensors must have the same dtype, but got ", self.scalar_type(), ", ",
               mat.scalar_type(), ", and ", vec.scalar_type());
-  Tensor m = at::addmv(to_meta(self), to_meta(mat), to_meta(vec), beta, alpha);
+  Tensor m = at::meta::addmv(to_meta(self), to_meta(mat), to_meta(vec), beta, alpha);
   return product("aten::addmv", {&self, &mat, &vec}, m, &beta, &alpha);
 }
 

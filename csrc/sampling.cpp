@@ -14,6 +14,7 @@
 //   floating results (half types compute in float32, as CPU does).
 // The out= forms of all of these are served by outform.cpp (the functional
 // kernel, then CPU's out= rules: resize warning, dtype and overlap checks).
+#include <ATen/MetaFunctions.h>
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -169,7 +170,7 @@ std::tuple<Tensor, Tensor> grid_sampler_backward(const Tensor& grad, const Tenso
 Tensor igamma_impl(const Tensor& a, const Tensor& x, bool upper) {
   const char* op = upper ? "aten::igammac" : "aten::igamma";
   c10::Device dev = common_device(op, {&a, &x});
-  Tensor m = upper ? at::igammac(to_meta(a), to_meta(x)) : at::igamma(to_meta(a), to_meta(x));
+  Tensor m = upper ? at::meta::igammac(to_meta(a), to_meta(x)) : at::meta::igamma(to_meta(a), to_meta(x));
   at::ScalarType t = m.scalar_type();
   // The meta function promotes integers to float, but CPU's kernel runs in
   // the inputs' common dtype and refuses integers (with its own error).

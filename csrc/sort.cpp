@@ -2,6 +2,7 @@
 // max/min with indices, argmax/argmin, and the scans cumsum, cumprod and
 // logcumsumexp. Shapes, dtypes and most argument checks come from the meta
 // functions; the rest are CPU's checks with CPU's messages.
+#include <ATen/MetaFunctions.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -69,7 +70,7 @@ void check_sortable(const Tensor& self) {
 
 Pair k_sort(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
   check_sortable(self);
-  Pair m = at::sort(to_meta(self), stable, dim, descending);
+  Pair m = at::meta::sort(to_meta(self), stable, dim, descending);
   // Always stable: PyTorch leaves unstable order unspecified, and CPU's
   // kernel is stable too.
   return run2("aten::sort.stable", self, m, {wrap(dim, self), descending});
@@ -84,7 +85,7 @@ Pair k_topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorte
   check_sortable(self);
   TORCH_CHECK(k >= 0 && k <= (self.dim() > 0 ? self.size(wrap(dim, self)) : 1),
               "selected index k out of range");
-  Pair m = at::topk(to_meta(self), k, dim, largest, sorted);
+  Pair m = at::meta::topk(to_meta(self), k, dim, largest, sorted);
   return run2("aten::topk", self, m, {k, wrap(dim, self), largest});
 }
 
@@ -152,13 +153,13 @@ void check_dim_nonempty(const char* name, const Tensor& self, int64_t dim) {
 
 Pair k_max_dim(const Tensor& self, int64_t dim, bool keepdim) {
   check_dim_nonempty("max", self, dim);
-  Pair m = at::max(to_meta(self), dim, keepdim);
+  Pair m = at::meta::max(to_meta(self), dim, keepdim);
   return run2("aten::max.dim", self, m, {wrap(dim, self)});
 }
 
 Pair k_min_dim(const Tensor& self, int64_t dim, bool keepdim) {
   check_dim_nonempty("min", self, dim);
-  Pair m = at::min(to_meta(self), dim, keepdim);
+  Pair m = at::meta::min(to_meta(self), dim, keepdim);
   return run2("aten::min.dim", self, m, {wrap(dim, self)});
 }
 
@@ -180,7 +181,7 @@ Tensor k_argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (dim) check_dim_nonempty("argmax", self, *dim);
   TORCH_CHECK_INDEX(dim || self.numel() > 0,
                     "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
-  Tensor m = at::argmax(to_meta(self), dim, keepdim);
+  Tensor m = at::meta::argmax(to_meta(self), dim, keepdim);
   return run1("aten::argmax", self, m, {dim ? wrap(*dim, self) : -1});
 }
 
@@ -188,7 +189,7 @@ Tensor k_argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (dim) check_dim_nonempty("argmin", self, *dim);
   TORCH_CHECK_INDEX(dim || self.numel() > 0,
                     "argmin(): Expected reduction dim to be specified for input.numel() == 0.");
-  Tensor m = at::argmin(to_meta(self), dim, keepdim);
+  Tensor m = at::meta::argmin(to_meta(self), dim, keepdim);
   return run1("aten::argmin", self, m, {dim ? wrap(*dim, self) : -1});
 }
 
@@ -220,19 +221,19 @@ bool is_complex_scan(const Tensor& self, std::optional<at::ScalarType> dtype) {
 
 Tensor k_cumsum(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   if (is_complex_scan(self, dtype))
-    return complex_scan(self, at::cumsum(to_meta(self), dim, dtype), dim, 0);
+    return complex_scan(self, at::meta::cumsum(to_meta(self), dim, dtype), dim, 0);
   if (complex_on_cpu(self, dtype, "aten::cumsum"))
     return at::cumsum(self.cpu(), dim, dtype).to(self.device());
-  Tensor m = at::cumsum(to_meta(self), dim, dtype);
+  Tensor m = at::meta::cumsum(to_meta(self), dim, dtype);
   return run1("aten::cumsum", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }
 
 Tensor k_cumprod(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   if (is_complex_scan(self, dtype))
-    return complex_scan(self, at::cumprod(to_meta(self), dim, dtype), dim, 1);
+    return complex_scan(self, at::meta::cumprod(to_meta(self), dim, dtype), dim, 1);
   if (complex_on_cpu(self, dtype, "aten::cumprod"))
     return at::cumprod(self.cpu(), dim, dtype).to(self.device());
-  Tensor m = at::cumprod(to_meta(self), dim, dtype);
+  Tensor m = at::meta::cumprod(to_meta(self), dim, dtype);
   return run1("aten::cumprod", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }
 

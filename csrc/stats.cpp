@@ -2,6 +2,7 @@
 // linalg_vector_norm and logsumexp. Output shapes and dtypes come from the
 // meta functions; the compute dtype is float32 for half types, as CPU's
 // kernels accumulate.
+#include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -59,14 +60,19 @@ std::vector<Tensor> var_like(const char* name, const char* op, bool is_std, bool
                              const std::optional<at::Scalar>& correction, bool keepdim) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
               "std and var only support floating point and complex dtypes");
-  std::vector<Tensor> metas;
-  if (with_mean) {
-    auto m = at::var_mean(to_meta(self), dim, correction, keepdim);
-    metas = {std::get<0>(m), std::get<1>(m)};
-  } else {
-    metas = {at::var(to_meta(self), dim, correction, keepdim)};
-  }
   std::vector<int64_t> dims = reduced_dims(self, dim);
+  // The result shapes, computed here: PyTorch's meta kernels for var and
+  // var_mean are Python (tens of microseconds a call). var is real, the
+  // mean keeps self's dtype.
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) shape.push_back(self.size(d));
+    else if (keepdim) shape.push_back(1);
+  }
+  auto mo = at::TensorOptions().device(c10::kMeta);
+  std::vector<Tensor> metas{at::empty(shape, mo.dtype(c10::toRealValueType(self.scalar_type())))};
+  if (with_mean) metas.push_back(at::empty(shape, mo.dtype(self.scalar_type())));
   int64_t n = 1;
   for (int64_t d : dims) n *= self.size(d);
   double dof = static_cast<double>(n) - (correction ? correction->toDouble() : 1.0);
@@ -132,7 +138,7 @@ Tensor k_vector_norm(const Tensor& self, const at::Scalar& ord, OptionalIntArray
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
               "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
               self.scalar_type());
-  Tensor m = at::linalg_vector_norm(to_meta(self), ord, dim, keepdim, dtype);
+  Tensor m = at::meta::linalg_vector_norm(to_meta(self), ord, dim, keepdim, dtype);
   at::ScalarType compute = accumulator(m.scalar_type());
   double p = ord.toDouble();
   int64_t kind = p == 0 ? TPJ_NORM_ZERO : p == 1 ? TPJ_NORM_ONE : p == 2 ? TPJ_NORM_TWO
