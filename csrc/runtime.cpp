@@ -57,6 +57,9 @@ void open_locked() {
     std::string identity = std::string(tpj_rt_platform_name(rt)) + "|" +
                            tpj_rt_platform_version(rt) + "|" + std::to_string(major) + "." +
                            std::to_string(minor) + "|" + tpj_rt_plugin_attributes(rt);
+    // XLA_FLAGS change what the plugin compiles (fast math, dump paths that
+    // a loaded executable would keep using): a different value, other entries.
+    if (const char* f = std::getenv("XLA_FLAGS")) identity += std::string("|XLA_FLAGS=") + f;
     // A cache that cannot be created only costs compiles: run without it.
     tpj_status_free(tpj_exec_set_disk_cache(g_exec, g_cache_dir.c_str(), identity.c_str()));
   }

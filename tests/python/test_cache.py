@@ -23,8 +23,9 @@ print(json.dumps({k: m[k] for k in ("compiles", "cache_hits_disk", "disk_writes"
 """
 
 
-def _run(cache_dir):
-    env = dict(os.environ, TORCH_PJRT_CACHE_DIR=cache_dir, TORCH_PJRT_FALLBACK="allow")
+def _run(cache_dir, **extra_env):
+    env = dict(os.environ, TORCH_PJRT_CACHE_DIR=cache_dir, TORCH_PJRT_FALLBACK="allow",
+               **extra_env)
     p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -55,3 +56,15 @@ def test_second_process_loads_instead_of_compiling(tmp_path):
 def test_empty_cache_dir_turns_the_disk_cache_off(tmp_path):
     m, _ = _run("")
     assert m["disk_writes"] == 0 and m["cache_hits_disk"] == 0
+
+
+def test_xla_flags_are_part_of_the_disk_cache_key(tmp_path):
+    # XLA_FLAGS change what the plugin compiles (fast math, a dump directory
+    # the executable keeps): entries made under other flags are not reused.
+    first, _ = _run(str(tmp_path))
+    assert first["compiles"] > 0
+    flagged, _ = _run(str(tmp_path), XLA_FLAGS="--xla_cpu_enable_fast_math=false")
+    assert flagged["cache_hits_disk"] == 0
+    assert flagged["compiles"] == first["compiles"]
+    again, _ = _run(str(tmp_path), XLA_FLAGS="--xla_cpu_enable_fast_math=false")
+    assert again["compiles"] == 0 and again["cache_hits_disk"] == first["compiles"]
