@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "storage_dtypes.h"
 #include "inplace.h"
 
 namespace torch_pjrt {
@@ -43,6 +44,35 @@ enum class Kind {
 // in_place (the in-place forms: self): when the result has self's dtype and
 // shape and self is its storage's natural tensor, the storage is updated in
 // place (inplace.h) and self is returned; else the functional result.
+// A result in a storage-only dtype (float16 * 1j gives complex32, which tpu
+// holds but does not compute in): CPU's kernel, counted, the result stored on
+// tpu. Only add, sub, mul and div reach here (the other binary ops refuse
+// complex or give bool).
+at::Tensor storage_only_binary(const char* op, const at::Tensor& self, const at::Tensor& other,
+                               at::ScalarType out_dtype, const at::Scalar* alpha,
+                               const at::Tensor* in_place) {
+  dtype_fallback(op, out_dtype);
+  at::Tensor s = self.cpu(), o = other.is_cpu() ? other : other.cpu();
+  at::Scalar one(1);
+  const at::Scalar& al = alpha ? *alpha : one;
+  std::string name(op);
+  at::Tensor r;
+  if (in_place) {  // CPU raises: the result cannot be cast to self's dtype
+    if (name == "aten::add.Tensor") s.add_(o, al);
+    else if (name == "aten::sub.Tensor") s.sub_(o, al);
+    else if (name == "aten::mul.Tensor") s.mul_(o);
+    else s.div_(o);
+    self.copy_(s);
+    return self;
+  }
+  if (name == "aten::add.Tensor") r = at::add(s, o, al);
+  else if (name == "aten::sub.Tensor") r = at::sub(s, o, al);
+  else if (name == "aten::mul.Tensor") r = at::mul(s, o);
+  else if (name == "aten::div.Tensor") r = at::div(s, o);
+  else TORCH_CHECK_NOT_IMPLEMENTED(false, op, " has no kernel for ", out_dtype);
+  return r.to(self.device());
+}
+
 at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& other, Kind kind,
                   const at::Scalar* alpha = nullptr, const at::Tensor* in_place = nullptr) {
   check_supported(self, op);
@@ -64,6 +94,8 @@ at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& othe
                                 compute, "'");
   }
   at::ScalarType out_dtype = kind == Kind::kCompare ? at::kBool : compute;
+  if (C10_UNLIKELY(is_storage_only(out_dtype)))
+    return storage_only_binary(op, self, other, out_dtype, alpha, in_place);
   OpArgs a;
   bool direct = in_place && out_dtype == self.scalar_type() &&
                 (self.sizes().equals(other.sizes()) ||
