@@ -48,6 +48,31 @@ def main():
         tpu_us = per_call_us(lambda: a * 2.0, torch.tpu.synchronize, name=("tpu", name))
         rows.append((name, tpu_us, cpu_us))
 
+    # ops whose output shape comes from a meta function (matmul, nn, reductions)
+    import torch.nn.functional as F
+
+    x_cpu, w_cpu = torch.randn(64, 64), torch.randn(64)
+    img_cpu, m_cpu = torch.randn(8, 16, 8, 8), torch.randn(64, 64) > 0
+    x, w, img, mask = x_cpu.to("tpu"), w_cpu.to("tpu"), img_cpu.to("tpu"), m_cpu.to("tpu")
+    rm_cpu, rv_cpu = torch.zeros(16), torch.ones(16)
+    rm, rv = rm_cpu.to("tpu"), rv_cpu.to("tpu")
+    model_ops = [
+        ("mm (64, 64)", lambda x, w, img, mask, rm, rv: x @ x),
+        ("linear (64, 64)", lambda x, w, img, mask, rm, rv: F.linear(x, x, w)),
+        ("softmax (64, 64)", lambda x, w, img, mask, rm, rv: x.softmax(-1)),
+        ("layer_norm (64, 64)", lambda x, w, img, mask, rm, rv: F.layer_norm(x, (64,), w, w)),
+        ("sum dim (64, 64)", lambda x, w, img, mask, rm, rv: x.sum(-1)),
+        ("masked_fill (64, 64)", lambda x, w, img, mask, rm, rv: x.masked_fill(mask, 0.0)),
+        ("batch_norm train (8, 16, 8, 8)",
+         lambda x, w, img, mask, rm, rv: F.batch_norm(img, rm, rv, training=True)),
+    ]
+    for name, fn in model_ops:
+        cpu_us = per_call_us(lambda: fn(x_cpu, w_cpu, img_cpu, m_cpu, rm_cpu, rv_cpu),
+                             lambda: None, n=500, name=("cpu", name))
+        tpu_us = per_call_us(lambda: fn(x, w, img, mask, rm, rv), torch.tpu.synchronize, n=500,
+                             name=("tpu", name))
+        rows.append((name, tpu_us, cpu_us))
+
     # first-seen: a new shape each time forces lower + compile
     times = []
     for n in range(1000, 1010):

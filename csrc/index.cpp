@@ -2,6 +2,7 @@
 // validated on the host (one wait for the index tensor, usually small):
 // XLA would clamp an out-of-range index into a silent wrong answer, and
 // PyTorch users expect "index out of range in self".
+#include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -87,7 +88,7 @@ std::tuple<Tensor, Tensor> nll_loss_forward(const Tensor& self, const Tensor& ta
   const char* op = "aten::nll_loss_forward";
   int64_t ig = ignore_index.expect_int();
   bool hw = weight && weight->defined();
-  auto [m0, m1] = at::nll_loss_forward_symint(to_meta(self), to_meta(target),
+  auto [m0, m1] = at::meta::nll_loss_forward_symint(to_meta(self), to_meta(target),
                                               hw ? to_meta(*weight) : Tensor(), reduction, ig);
   check_supported(self, op);
   check_targets(target, self.size(-1), ig);
@@ -111,7 +112,7 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& t
   const char* op = "aten::nll_loss_backward";
   int64_t ig = ignore_index.expect_int();
   bool hw = weight && weight->defined();
-  Tensor m = at::nll_loss_backward_symint(to_meta(grad), to_meta(self), to_meta(target),
+  Tensor m = at::meta::nll_loss_backward_symint(to_meta(grad), to_meta(self), to_meta(target),
                                           hw ? to_meta(*weight) : Tensor(), reduction, ig,
                                           to_meta(total_weight));
   check_supported(self, op);

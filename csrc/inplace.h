@@ -17,6 +17,11 @@ namespace torch_pjrt {
 // computes the functional result and assigns it.
 bool add_in_place_operand(OpArgs& a, const at::Tensor& self);
 
+// The smallest storage (bytes) an in-place op updates in place; smaller ones
+// compute into a fresh buffer (see tensor.cpp). Returns the previous value.
+// Testing hook: torch_pjrt._C._set_in_place_min_bytes.
+int64_t set_in_place_min_bytes(int64_t n);
+
 // Runs the table op whose one output has self's sizes and dtype, its
 // operand 0 from add_in_place_operand, and installs the result in self's
 // storage.

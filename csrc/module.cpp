@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common.h"
+#include "inplace.h"
 
 extern "C" {
 #include "ops/ops.h"
@@ -125,6 +126,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_inject_async_error", [](const std::string& op) {
     tpj_rt_inject_async_error(tp::rt(), op.c_str());
   });
+  // Testing only: the smallest storage a whole-storage in-place op donates.
+  m.def("_set_in_place_min_bytes", [](int64_t n) { return tp::set_in_place_min_bytes(n); });
   m.def("_info", &info);
   m.def("_metrics", &metrics);
   m.def("_memory_stats", &memory_stats);

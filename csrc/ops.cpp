@@ -359,6 +359,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::binary("aten::pow.Tensor_Tensor", a, b, Kind::kArith);
   });
   m.impl("pow.Tensor_Scalar", [](const Tensor& a, const Scalar& b) {
+    // x ** 2 as x * x, as CPU's kernel does: a runtime exponent is a generic
+    // pow per element on XLA:CPU (about 12x slower on 16K floats)
+    if (at::isFloatingType(a.scalar_type()) && !b.isComplex() && b.toDouble() == 2.0)
+      return tp::binary("aten::mul.Tensor", a, a, Kind::kArith);
     return tp::binary("aten::pow.Tensor_Scalar", a, tp::wrap(b), Kind::kArith);
   });
   TPJ_COMPARE_FAMILY("eq", "aten::eq")

@@ -1,5 +1,6 @@
 // Tensors as the C core sees them: a box, a buffer, a view; and the one call
 // that runs a table op eagerly.
+#include <atomic>
 #include <ATen/EmptyTensor.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/DeviceGuard.h>
@@ -352,9 +353,24 @@ void write_view(const at::Tensor& dst, const at::Scalar& value) {
   write_view_with(dst, a);
 }
 
+namespace {
+// Below this many bytes a whole-storage in-place op computes into a fresh
+// buffer instead: PJRT's CPU client runs a launch with a donated argument
+// through its worker threads rather than inline, which costs more than
+// copying a small storage (x.add_(1) on 64 KiB: 9.6 us fresh, 28 us
+// donated; 4 MiB: 273 us fresh, 197 us donated). Slice writes always donate:
+// there the copy is the whole storage against one block.
+std::atomic<int64_t> g_in_place_min_bytes{int64_t{1} << 20};
+}  // namespace
+
+int64_t set_in_place_min_bytes(int64_t n) { return g_in_place_min_bytes.exchange(n); }
+
 bool add_in_place_operand(OpArgs& a, const at::Tensor& self) {
   TORCH_INTERNAL_ASSERT(a.args.empty(), "add_in_place_operand: the storage is operand 0");
   if (self.numel() == 0 || self.is_conj() || self.is_neg() || !is_natural(self)) return false;
+  if (static_cast<int64_t>(box_of(self)->nbytes) <
+      g_in_place_min_bytes.load(std::memory_order_relaxed))
+    return false;
   // Borrowed, not held as OpArgs::tensor holds it: the box stays the sole
   // holder, so the buffer can be donated. Read through self's (natural)
   // view, so a buffer of another shape still reads right (it is then not

@@ -5,6 +5,7 @@
 // run natively, and uint8 for the nearest modes; other dtypes go to CPU's
 // kernel (uint8 bilinear, or CPU's error). The .out/.grad_input forms are
 // served by outform.cpp (the functional kernel, then CPU's out= rules).
+#include <ATen/MetaFunctions.h>
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -59,105 +60,107 @@ Tensor run_upsample(const char* op, const Tensor& x, const Tensor& meta, Mode mo
   return out;
 }
 
-// Forward: f(meta_or_cpu_input) -> result; the same callable computes the
-// meta shape (and PyTorch's argument errors) and the CPU fallback.
+// Forward: CALL (an ATen function call without its namespace) runs as
+// at::meta::CALL for the output shape and PyTorch's argument errors (the C++
+// meta function: the dispatcher's Meta kernel is a Python decomposition,
+// milliseconds a call) and as at::CALL for the CPU fallback.
 #define TPJ_UPSAMPLE_FWD(NAME, OP, MODE, AC, SCALES, CALL)                              \
   Tensor NAME(const Tensor& self, ARGS) {                                                \
-    auto f = [&](const Tensor& in) { return CALL; };                                     \
-    Tensor m = f(to_meta(self));                                                         \
+    auto f = [&](const Tensor& in) { return at::CALL; };                                 \
+    Tensor m = [&](const Tensor& in) { return at::meta::CALL; }(to_meta(self));          \
     return run_upsample(OP, self, m, MODE, AC, SCALES, f);                               \
   }
 
 #define ARGS at::IntArrayRef output_size, std::optional<double> s0
 TPJ_UPSAMPLE_FWD(nearest1d, "aten::upsample_nearest1d", kNearest, false, (Scales{s0}),
-                 at::upsample_nearest1d(in, output_size, s0))
+                 upsample_nearest1d(in, output_size, s0))
 TPJ_UPSAMPLE_FWD(nearest_exact1d, "aten::_upsample_nearest_exact1d", kNearestExact, false,
-                 (Scales{s0}), at::_upsample_nearest_exact1d(in, output_size, s0))
+                 (Scales{s0}), _upsample_nearest_exact1d(in, output_size, s0))
 #undef ARGS
 #define ARGS at::IntArrayRef output_size, bool ac, std::optional<double> s0
 TPJ_UPSAMPLE_FWD(linear1d, "aten::upsample_linear1d", kLinear, ac, (Scales{s0}),
-                 at::upsample_linear1d(in, output_size, ac, s0))
+                 upsample_linear1d(in, output_size, ac, s0))
 #undef ARGS
 #define ARGS at::IntArrayRef output_size, std::optional<double> s0, std::optional<double> s1
 TPJ_UPSAMPLE_FWD(nearest2d, "aten::upsample_nearest2d", kNearest, false, (Scales{s0, s1}),
-                 at::upsample_nearest2d(in, output_size, s0, s1))
+                 upsample_nearest2d(in, output_size, s0, s1))
 TPJ_UPSAMPLE_FWD(nearest_exact2d, "aten::_upsample_nearest_exact2d", kNearestExact, false,
-                 (Scales{s0, s1}), at::_upsample_nearest_exact2d(in, output_size, s0, s1))
+                 (Scales{s0, s1}), _upsample_nearest_exact2d(in, output_size, s0, s1))
 #undef ARGS
 #define ARGS \
   at::IntArrayRef output_size, bool ac, std::optional<double> s0, std::optional<double> s1
 TPJ_UPSAMPLE_FWD(bilinear2d, "aten::upsample_bilinear2d", kLinear, ac, (Scales{s0, s1}),
-                 at::upsample_bilinear2d(in, output_size, ac, s0, s1))
+                 upsample_bilinear2d(in, output_size, ac, s0, s1))
 #undef ARGS
 #define ARGS                                                                      \
   at::IntArrayRef output_size, std::optional<double> s0, std::optional<double> s1, \
       std::optional<double> s2
 TPJ_UPSAMPLE_FWD(nearest3d, "aten::upsample_nearest3d", kNearest, false, (Scales{s0, s1, s2}),
-                 at::upsample_nearest3d(in, output_size, s0, s1, s2))
+                 upsample_nearest3d(in, output_size, s0, s1, s2))
 TPJ_UPSAMPLE_FWD(nearest_exact3d, "aten::_upsample_nearest_exact3d", kNearestExact, false,
-                 (Scales{s0, s1, s2}), at::_upsample_nearest_exact3d(in, output_size, s0, s1, s2))
+                 (Scales{s0, s1, s2}), _upsample_nearest_exact3d(in, output_size, s0, s1, s2))
 #undef ARGS
 #define ARGS                                                                               \
   at::IntArrayRef output_size, bool ac, std::optional<double> s0, std::optional<double> s1, \
       std::optional<double> s2
 TPJ_UPSAMPLE_FWD(trilinear3d, "aten::upsample_trilinear3d", kLinear, ac, (Scales{s0, s1, s2}),
-                 at::upsample_trilinear3d(in, output_size, ac, s0, s1, s2))
+                 upsample_trilinear3d(in, output_size, ac, s0, s1, s2))
 #undef ARGS
 #undef TPJ_UPSAMPLE_FWD
 
 // Backward: grad_output -> grad_input shaped input_size.
 #define TPJ_UPSAMPLE_BWD(NAME, OP, MODE, AC, SCALES, CALL)                               \
   Tensor NAME(const Tensor& grad, ARGS) {                                                 \
-    auto f = [&](const Tensor& g) { return CALL; };                                       \
-    Tensor m = f(to_meta(grad));                                                          \
+    auto f = [&](const Tensor& g) { return at::CALL; };                                   \
+    Tensor m = [&](const Tensor& g) { return at::meta::CALL; }(to_meta(grad));            \
     return run_upsample(OP, grad, m, MODE, AC, SCALES, f);                                \
   }
 
 #define ARGS at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0
 TPJ_UPSAMPLE_BWD(nearest1d_backward, "aten::upsample_nearest1d_backward", kNearest, false,
-                 (Scales{s0}), at::upsample_nearest1d_backward(g, output_size, input_size, s0))
+                 (Scales{s0}), upsample_nearest1d_backward(g, output_size, input_size, s0))
 TPJ_UPSAMPLE_BWD(nearest_exact1d_backward, "aten::_upsample_nearest_exact1d_backward",
                  kNearestExact, false, (Scales{s0}),
-                 at::_upsample_nearest_exact1d_backward(g, output_size, input_size, s0))
+                 _upsample_nearest_exact1d_backward(g, output_size, input_size, s0))
 #undef ARGS
 #define ARGS \
   at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac, std::optional<double> s0
 TPJ_UPSAMPLE_BWD(linear1d_backward, "aten::upsample_linear1d_backward", kLinear, ac, (Scales{s0}),
-                 at::upsample_linear1d_backward(g, output_size, input_size, ac, s0))
+                 upsample_linear1d_backward(g, output_size, input_size, ac, s0))
 #undef ARGS
 #define ARGS                                                                        \
   at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0, \
       std::optional<double> s1
 TPJ_UPSAMPLE_BWD(nearest2d_backward, "aten::upsample_nearest2d_backward", kNearest, false,
                  (Scales{s0, s1}),
-                 at::upsample_nearest2d_backward(g, output_size, input_size, s0, s1))
+                 upsample_nearest2d_backward(g, output_size, input_size, s0, s1))
 TPJ_UPSAMPLE_BWD(nearest_exact2d_backward, "aten::_upsample_nearest_exact2d_backward",
                  kNearestExact, false, (Scales{s0, s1}),
-                 at::_upsample_nearest_exact2d_backward(g, output_size, input_size, s0, s1))
+                 _upsample_nearest_exact2d_backward(g, output_size, input_size, s0, s1))
 #undef ARGS
 #define ARGS                                                                    \
   at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac,              \
       std::optional<double> s0, std::optional<double> s1
 TPJ_UPSAMPLE_BWD(bilinear2d_backward, "aten::upsample_bilinear2d_backward", kLinear, ac,
                  (Scales{s0, s1}),
-                 at::upsample_bilinear2d_backward(g, output_size, input_size, ac, s0, s1))
+                 upsample_bilinear2d_backward(g, output_size, input_size, ac, s0, s1))
 #undef ARGS
 #define ARGS                                                                        \
   at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0, \
       std::optional<double> s1, std::optional<double> s2
 TPJ_UPSAMPLE_BWD(nearest3d_backward, "aten::upsample_nearest3d_backward", kNearest, false,
                  (Scales{s0, s1, s2}),
-                 at::upsample_nearest3d_backward(g, output_size, input_size, s0, s1, s2))
+                 upsample_nearest3d_backward(g, output_size, input_size, s0, s1, s2))
 TPJ_UPSAMPLE_BWD(nearest_exact3d_backward, "aten::_upsample_nearest_exact3d_backward",
                  kNearestExact, false, (Scales{s0, s1, s2}),
-                 at::_upsample_nearest_exact3d_backward(g, output_size, input_size, s0, s1, s2))
+                 _upsample_nearest_exact3d_backward(g, output_size, input_size, s0, s1, s2))
 #undef ARGS
 #define ARGS                                                                    \
   at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac,              \
       std::optional<double> s0, std::optional<double> s1, std::optional<double> s2
 TPJ_UPSAMPLE_BWD(trilinear3d_backward, "aten::upsample_trilinear3d_backward", kLinear, ac,
                  (Scales{s0, s1, s2}),
-                 at::upsample_trilinear3d_backward(g, output_size, input_size, ac, s0, s1, s2))
+                 upsample_trilinear3d_backward(g, output_size, input_size, ac, s0, s1, s2))
 #undef ARGS
 #undef TPJ_UPSAMPLE_BWD
 

@@ -16,6 +16,28 @@ from conftest import run_python
 pytestmark = pytest.mark.usefixtures("no_leaks", "native_only")
 
 
+@pytest.fixture(autouse=True)
+def donate_every_size():
+    # Whole-storage in-place ops donate only storages of 1 MiB and more (a
+    # smaller one is cheaper to copy on the CPU plugin); these tests use
+    # small tensors, so they lower the bar and restore it.
+    old = _C._set_in_place_min_bytes(0)
+    yield
+    _C._set_in_place_min_bytes(old)
+
+
+def test_small_whole_storages_compute_into_a_fresh_buffer():
+    _C._set_in_place_min_bytes(1 << 20)
+    small, big = torch.zeros(64, 64, device="tpu"), torch.zeros(512, 512, device="tpu")
+    before = donated()
+    small.add_(1)
+    assert donated() == before
+    big.add_(1)
+    assert donated() == before + 1
+    torch.testing.assert_close(small.cpu(), torch.ones(64, 64), atol=0, rtol=0)
+    torch.testing.assert_close(big.cpu(), torch.ones(512, 512), atol=0, rtol=0)
+
+
 def donated() -> int:
     return torch_pjrt.metrics()["donated_buffers"]
 

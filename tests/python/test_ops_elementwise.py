@@ -1075,3 +1075,18 @@ def test_scalar_value_change_does_not_recompile(case):
         check(f(x, v), f(x0, v))
     m1 = torch_pjrt.metrics()
     assert m1["compiles"] == m0["compiles"], (m0, m1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_pow_two_is_bit_exact_with_cpu(dtype):
+    # x ** 2 runs as x * x, as on CPU: same bits, specials included
+    x = torch.randn(1000, dtype=dtype) * 100
+    x[:4] = torch.tensor([float("inf"), float("nan"), -0.0, -3.0])
+    for e in (2, 2.0):
+        torch.testing.assert_close(x.to("tpu").pow(e).cpu(), x.pow(e), atol=0, rtol=0,
+                                   equal_nan=True)
+    xt = x[4:20].to("tpu").requires_grad_()
+    xc = x[4:20].clone().requires_grad_()
+    (xt ** 2).sum().backward()
+    (xc ** 2).sum().backward()
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, atol=0, rtol=0)

@@ -432,3 +432,15 @@ def test_activation_errors_match_cpu():
             y.sum().backward()
     assert torch.equal(F.hardtanh(torch.arange(5).to("tpu"), 1, 3).cpu(),
                        torch.tensor([1, 1, 2, 3, 3]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_group_norm_mixed_types_keeps_float_statistics_as_cpu(dtype):
+    # a half-type input with float weight: CPU saves mean and rstd in float
+    torch.manual_seed(0)
+    x, w, b = torch.randn(2, 4, 3, 3, dtype=dtype), torch.randn(4), torch.randn(4)
+    want = torch.ops.aten.native_group_norm(x, w, b, 2, 4, 9, 2, 1e-5)
+    got = torch.ops.aten.native_group_norm(x.to("tpu"), w.to("tpu"), b.to("tpu"), 2, 4, 9, 2, 1e-5)
+    assert [g.dtype for g in got] == [c.dtype for c in want] == [dtype, torch.float32, torch.float32]
+    for g, c in zip(got, want):
+        torch.testing.assert_close(g.cpu(), c, atol=1e-2, rtol=1e-2)
