@@ -139,8 +139,11 @@ class TpuProfilerSession final : public libkineto::IActivityProfilerSession {
     for (const auto& r : records_) {
       int64_t done = std::max(r.t_done_ns, r.t_launch_ns);
       int64_t& busy = busy_until[r.device];
-      int64_t begin = std::min(std::max(r.t_launch_ns, busy), done);
-      busy = std::max(busy, done);
+      // A completion is sometimes observed late (by a host wait rather than
+      // PJRT's callback): a previous "done" after this one is such a late
+      // observation, so this launch counts from its own launch time.
+      int64_t begin = std::min(busy <= done ? std::max(r.t_launch_ns, busy) : r.t_launch_ns, done);
+      busy = done;
       activities_.emplace_back(span_, libkineto::ActivityType::CONCURRENT_KERNEL, r.op);
       auto& a = activities_.back();
       a.startTime = begin + offset;
