@@ -2,6 +2,7 @@
 // clamp, masked_fill and cat. Shapes, dtypes and argument checks come from
 // the meta functions.
 #include <ATen/MetaFunctions.h>
+#include <ATen/native/Gelu.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -220,13 +221,17 @@ Tensor cat_list(const std::vector<Tensor>& ts, int64_t dim) {
   return out;
 }
 
+// CPU's kernel refuses an unknown `approximate` (the C++ meta function does
+// not look at it).
 Tensor gelu(const Tensor& self, c10::string_view approximate) {
+  at::native::get_gelutype_enum(approximate);
   Tensor m = at::meta::gelu(to_meta(self), approximate);
   return run_like("aten::gelu", {&self}, m,
                   {to_tpj_dtype(accumulator(self.scalar_type())), approximate == "tanh"});
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, c10::string_view approximate) {
+  at::native::get_gelutype_enum(approximate);
   Tensor m = at::meta::gelu_backward(to_meta(grad), to_meta(self), approximate);
   return run_like("aten::gelu_backward", {&grad, &self}, m,
                   {to_tpj_dtype(accumulator(m.scalar_type())), approximate == "tanh"});

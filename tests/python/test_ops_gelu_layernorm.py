@@ -91,3 +91,13 @@ def test_layer_norm_shape_mismatch_raises_like_cpu():
     with pytest.raises(RuntimeError) as tpu:
         F.layer_norm(x.to("tpu"), (7,))
     assert str(cpu.value).splitlines()[0] in str(tpu.value)
+
+
+def test_gelu_refuses_an_unknown_approximation_as_cpu():
+    x = torch.randn(3)
+    for fn in (lambda t: torch.nn.functional.gelu(t, approximate="asdf"),
+               lambda t: torch.ops.aten.gelu_backward(t, t, approximate="asdf")):
+        with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+            fn(x)
+        with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+            fn(x.to("tpu"))
