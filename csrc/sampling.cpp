@@ -21,6 +21,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "one_or_cpu.h"
 
 namespace torch_pjrt {
 namespace {
@@ -45,21 +46,9 @@ std::vector<int64_t> aa_attrs(at::ScalarType dt, bool bicubic, bool align_corner
 template <typename CpuFn>
 Tensor run_aa(const char* op, const Tensor& x, const Tensor& meta, bool bicubic, bool ac, D sh,
               D sw, CpuFn cpu) {
-  check_supported(x, op);
-  c10::Device dev = x.device();
   at::ScalarType t = x.scalar_type();
-  if (t != at::kFloat && t != at::kDouble) {
-    Tensor r = cpu(x.cpu());  // CPU's error for the half types
-    dtype_fallback(op, t);
-    return r.to(dev);
-  }
-  c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
-  if (out.numel() == 0) return out;
-  OpArgs a;
-  a.tensor(x);
-  run_op(op, dev.index(), a, aa_attrs(t, bicubic, ac, sh, sw), {out});
-  return out;
+  return run_one_or_cpu(op, x, meta, t == at::kFloat || t == at::kDouble,
+                        [&] { return aa_attrs(t, bicubic, ac, sh, sw); }, cpu);
 }
 
 Tensor bilinear_aa(const Tensor& self, L size, bool ac, D sh, D sw) {

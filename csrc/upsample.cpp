@@ -12,6 +12,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "one_or_cpu.h"
 
 namespace torch_pjrt {
 namespace {
@@ -44,20 +45,9 @@ bool native(Mode mode, at::ScalarType t) {
 template <typename CpuFn>
 Tensor run_upsample(const char* op, const Tensor& x, const Tensor& meta, Mode mode,
                     bool align_corners, const Scales& scales, CpuFn cpu) {
-  check_supported(x, op);
-  c10::Device dev = x.device();
-  if (!native(mode, x.scalar_type())) {
-    Tensor r = cpu(x.cpu());  // raises CPU's error for dtypes CPU lacks too
-    dtype_fallback(op, x.scalar_type());
-    return r.to(dev);
-  }
-  c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
-  if (out.numel() == 0) return out;
-  OpArgs a;
-  a.tensor(x);
-  run_op(op, dev.index(), a, upsample_attrs(x.scalar_type(), mode, align_corners, scales), {out});
-  return out;
+  return run_one_or_cpu(op, x, meta, native(mode, x.scalar_type()), [&] {
+    return upsample_attrs(x.scalar_type(), mode, align_corners, scales);
+  }, cpu);
 }
 
 // Forward: CALL (an ATen function call without its namespace) runs as
