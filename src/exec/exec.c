@@ -8,6 +8,7 @@
 #include "base/strbuf.h"
 #include "exec/donate.h"
 #include "exec/internal.h"
+#include "hlo/target.h"
 #include "rt/donate.h"
 
 tpj_status_t tpj_exec_create(tpj_rt_t* rt, int capacity, tpj_exec_t** out) {
@@ -15,6 +16,11 @@ tpj_status_t tpj_exec_create(tpj_rt_t* rt, int capacity, tpj_exec_t** out) {
   tpj_exec_t* ex = (tpj_exec_t*)calloc(1, sizeof(*ex));
   if (!ex) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
   ex->rt = rt;
+  /* XLA:CPU needs its reductions written to vectorise (hlo/target.h);
+   * TORCH_PJRT_PLAIN_REDUCE=1 keeps the plain form (for comparison). */
+  const char* platform = rt ? tpj_rt_platform_name(rt) : NULL;
+  const char* plain = getenv("TORCH_PJRT_PLAIN_REDUCE");
+  tpj_hlo_set_cpu_target(platform && strcmp(platform, "cpu") == 0 && !(plain && plain[0] == '1'));
   ex->capacity = capacity < 1 ? 1 : capacity;
   ex->nbuckets = 1;
   while (ex->nbuckets < 2 * ex->capacity) ex->nbuckets *= 2;

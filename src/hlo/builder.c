@@ -677,15 +677,22 @@ tpj_hlo_value_t tpj_hlo_emit_reduce(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj
                                     tpj_dtype_name(x.dtype)));
     return kInvalid;
   }
-  int reduced[TPJ_MAX_DIMS] = {0};
   for (int i = 0; i < ndims; ++i) {
     if (dims[i] < 0 || dims[i] >= x.ndim || (i && dims[i] <= dims[i - 1])) {
       tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "reduce: bad dimension list"));
       return kInvalid;
     }
-    reduced[dims[i]] = 1;
   }
   if (ndims == 0) return x;
+  tpj_hlo_value_t fast;
+  if (tpj_hlo_cpu_reduce(b, x, init, dims, ndims, body, &fast)) return fast;
+  return tpj_hlo_reduce_plain(b, x, init, dims, ndims, body);
+}
+
+tpj_hlo_value_t tpj_hlo_reduce_plain(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t init,
+                                     const int64_t* dims, int ndims, const char* body) {
+  int reduced[TPJ_MAX_DIMS] = {0};
+  for (int i = 0; i < ndims; ++i) reduced[dims[i]] = 1;
   int64_t out[TPJ_MAX_DIMS];
   int nout = 0;
   for (int d = 0; d < x.ndim; ++d)

@@ -46,6 +46,13 @@ void tpj_hlo_print_region(tpj_strbuf_t* sb, int id, tpj_dtype_t dt, const char* 
 tpj_hlo_value_t tpj_hlo_emit_scatter_1d_with(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
                                              tpj_hlo_value_t idx, tpj_hlo_value_t upd,
                                              const char* body, int unique);
+/* stablehlo.reduce exactly as asked (tpj_hlo_emit_reduce's checks done). */
+tpj_hlo_value_t tpj_hlo_reduce_plain(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t init,
+                                     const int64_t* dims, int ndims, const char* body);
+/* With the CPU target (target.h), writes a reduction XLA:CPU vectorises
+ * into *out and returns 1; 0 leaves the plain reduce to the caller. */
+int tpj_hlo_cpu_reduce(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t init,
+                       const int64_t* dims, int ndims, const char* body, tpj_hlo_value_t* out);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include "rt/track.h"
 #include "rt/upload.h"
 #include "rt/donate.h"
+#include "rt/reap.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -692,7 +693,7 @@ void tpj_rt_buffer_retain(tpj_rt_buffer_t* buf) {
 void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) {
   if (!buf) return;
   if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  tpj_rt_pjrt_buffer_destroy((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
+  if (buf->pjrt) tpj_rt_reap_buffer((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
   atomic_fetch_sub(&g_live_buffers, 1);
   if (buf->pjrt) tpj_rt_count_bytes(buf->device, -(long long)tpj_rt_buffer_nbytes(buf));
   free(buf);
@@ -1088,7 +1089,7 @@ static tpj_status_t tpj_rt_launch(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
       tpj_rt_buffer_t* d = args[i];
       if (!donated[i] || !d->pjrt) continue;
       tpj_rt_count_bytes(d->device, -(long long)tpj_rt_buffer_nbytes(d));
-      tpj_rt_pjrt_buffer_destroy(api, (PJRT_Buffer*)d->pjrt);
+      tpj_rt_reap_buffer(api, (PJRT_Buffer*)d->pjrt);
       d->pjrt = NULL;
     }
     for (size_t i = 0; i < nouts; ++i) {
@@ -1160,6 +1161,7 @@ static tpj_status_t tpj_rt_await_matching(tpj_rt_t* rt, int device, int64_t stre
   rt->npending = keep;
   if (keep < 32) rt->prune_at = 64;
   pthread_mutex_unlock(&rt->mu);
+  tpj_rt_reap_drain();
   return first;
 }
 

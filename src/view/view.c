@@ -146,6 +146,34 @@ static tpj_hlo_value_t tpj_view_flatten(tpj_hlo_builder_t* b, tpj_hlo_value_t bu
 static tpj_hlo_value_t tpj_view_read_nested(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
                                             const tpj_view_t* v, const tpj_view_dims_t* d) {
   int64_t n = flat.dims[0];
+  /* A box: with the storage split at every stride of the view (dims n/s0,
+   * s0/s1, ..., s_last), the offset's digits in that split plus the sizes
+   * stay inside each dim. Then the view is one slice of a reshape (a
+   * q/k/v split of a fused projection is), with no padding or copying. */
+  if (d->n + 1 <= TPJ_MAX_DIMS) {
+    int64_t split[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS], li[TPJ_MAX_DIMS], one[TPJ_MAX_DIMS];
+    int a0 = d->pos[d->order[0]];
+    int box = n % v->strides[a0] == 0;
+    int64_t rest = v->offset;
+    for (int k = 0; box && k <= d->n; ++k) {
+      int64_t unit = k < d->n ? v->strides[d->pos[d->order[k]]] : 1;
+      int64_t above = k == 0 ? n : v->strides[d->pos[d->order[k - 1]]];
+      int64_t size = k < d->n ? v->sizes[d->pos[d->order[k]]] : 1;
+      split[k] = above / unit;
+      st[k] = rest / unit;
+      rest %= unit;
+      li[k] = st[k] + size;
+      one[k] = 1;
+      box = li[k] <= split[k];
+    }
+    if (box) {
+      tpj_hlo_value_t r = tpj_hlo_emit_reshape(b, flat, split, d->n + 1);
+      r = tpj_hlo_emit_slice(b, r, st, li, one);
+      int64_t dims[TPJ_MAX_DIMS];
+      for (int k = 0; k < d->n; ++k) dims[k] = v->sizes[d->pos[d->order[k]]];
+      return tpj_hlo_emit_reshape(b, r, dims, d->n);
+    }
+  }
   int a0 = d->pos[d->order[0]];
   int64_t span = v->sizes[a0] * v->strides[a0];
   if (v->offset + span > n) {

@@ -164,11 +164,20 @@ TPJ_TEST(view_read_slice_with_offset) {
 
 TPJ_TEST(view_read_step_slices) {
   int64_t n20 = 20, d66[2] = {6, 6};
-  /* x[1::2] and x[::3] end on the storage's last elements but their stride
-   * span does not: they need the pad path */
-  check_read(tpj_failed_, TPJ_F32, &n20, 1, g_f32, V(TPJ_F32, 1, 1, 10, 2), "stablehlo.pad",
-             "stablehlo.gather");
+  /* x[1::2] ends on the storage's last element but its stride span does
+   * not; the storage splits evenly at the stride, so it is a box of the
+   * (10, 2) reshape: no pad */
+  check_read(tpj_failed_, TPJ_F32, &n20, 1, g_f32, V(TPJ_F32, 1, 1, 10, 2), NULL,
+             "stablehlo.pad");
+  /* x[::3] does not divide 20: the pad path */
   check_read(tpj_failed_, TPJ_F32, &n20, 1, g_f32, V(TPJ_F32, 1, 0, 7, 3), "stablehlo.pad",
+             "stablehlo.gather");
+  /* the middle third of each 12-wide row as (4, 2, 2), as a q/k/v split of
+   * a fused projection reads: a box, one slice, no pad or gather */
+  int64_t d412[2] = {4, 12};
+  check_read(tpj_failed_, TPJ_F32, d412, 2, g_f32, V(TPJ_F32, 3, 4, 4, 2, 2, 12, 2, 1), NULL,
+             "stablehlo.pad");
+  check_read(tpj_failed_, TPJ_F32, d412, 2, g_f32, V(TPJ_F32, 3, 4, 4, 2, 2, 12, 2, 1), NULL,
              "stablehlo.gather");
   /* x[1:17:3] stays inside: no pad */
   check_read(tpj_failed_, TPJ_F32, &n20, 1, g_f32, V(TPJ_F32, 1, 1, 6, 3), NULL, "stablehlo.pad");
