@@ -158,8 +158,29 @@ class Graph {
     std::vector<tpj_rt_buffer_t*> params;
     std::vector<tpj_rt_buffer_t*> owned;
     for (int i : tensor_args) params.push_back(buffer_of(*args[i]));
+    // 0-d CPU arguments (an optimizer's step counts and the factors made
+    // from them, one per parameter) mostly repeat a few values: each value
+    // is uploaded once per run and its buffer shared (buffers are immutable).
+    struct Uploaded {
+      c10::ScalarType dtype;
+      uint64_t bits;
+      tpj_rt_buffer_t* buf;
+    };
+    c10::SmallVector<Uploaded, 16> uploaded;
     for (int i : scalar_args) {
-      tpj_rt_buffer_t* b = upload_scalar(*args[i], device);
+      const at::Tensor& t = *args[i];
+      uint64_t bits = 0;
+      bool keyed = t.element_size() <= 8 && t.is_contiguous();
+      if (keyed) memcpy(&bits, t.data_ptr(), t.element_size());
+      tpj_rt_buffer_t* b = nullptr;
+      for (const Uploaded& u : uploaded)
+        if (keyed && u.dtype == t.scalar_type() && u.bits == bits) b = u.buf;
+      if (b) {
+        tpj_rt_buffer_retain(b);
+      } else {
+        b = upload_scalar(t, device);
+        if (keyed) uploaded.push_back({t.scalar_type(), bits, b});
+      }
       owned.push_back(b);
       params.push_back(b);
     }

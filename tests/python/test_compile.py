@@ -186,6 +186,34 @@ def test_compiled_adamw_step_keeps_cpu_step_counters_on_the_host():
     assert torch_pjrt.fallbacks() == {}
 
 
+def test_equal_cpu_scalar_arguments_are_uploaded_once_per_run():
+    # An optimizer step passes one CPU scalar per parameter (step counts and
+    # the factors made from them), mostly the same value: each distinct value
+    # goes up once per run. Equal values of different dtypes stay apart.
+    def f(x, scalars):
+        for s in scalars:
+            x = x * s
+        return x
+
+    g = torch.compile(f, backend="tpu")
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    scalars = [torch.tensor(1.5)] * 4 + [torch.tensor(1.5, dtype=torch.float64),
+                                         torch.tensor(2.0), torch.tensor(1.5)]
+    scalars = [s.clone() for s in scalars]  # distinct tensors, equal values
+    xt = x.to("tpu")
+    torch.testing.assert_close(g(xt, scalars).cpu(), f(x, scalars))  # traces and compiles
+    torch.tpu.synchronize()
+    before = torch_pjrt.metrics()["h2d_bytes"]
+    out = g(xt, scalars)
+    torch.tpu.synchronize()
+    uploaded = torch_pjrt.metrics()["h2d_bytes"] - before
+    # 1.5 (float32), 1.5 (float64), 2.0 (float32): 4 + 8 + 4 bytes, not 7 uploads
+    assert uploaded == 16
+    torch.testing.assert_close(out.cpu(), f(x, scalars))
+    scalars[0].fill_(3.0)  # a new value is seen, not the old buffer reused
+    torch.testing.assert_close(g(xt, scalars).cpu(), f(x, scalars))
+
+
 def test_inference_no_grad_matches_eager():
     model = _mlp().eval()
     x = torch.randn(4, 16)
