@@ -9,10 +9,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
-#define TPJ_REAP_BATCH 32
+#define TPJ_REAP_BATCH 64
 #define TPJ_REAP_GATHER_NS 500000L
 
 typedef struct {
@@ -131,7 +132,60 @@ static int tpj_reap_start_locked(void) {
   return 1;
 }
 
+/* Launches that had not finished when PJRT_LoadedExecutable_Execute
+ * returned and have not finished since (their OnReady callback). */
+static atomic_long g_running;
+
+static void tpj_reap_launch_done(PJRT_Error* error, void* user_arg) {
+  if (error) {
+    PJRT_Error_Destroy_Args x = {0};
+    x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
+    x.error = error;
+    ((const PJRT_Api*)user_arg)->PJRT_Error_Destroy(&x);
+  }
+  atomic_fetch_sub(&g_running, 1);
+}
+
+void tpj_rt_reap_track_launch(const PJRT_Api* api, PJRT_Event* done) {
+  if (!done || !api->PJRT_Event_IsReady || !api->PJRT_Event_OnReady) {
+    atomic_fetch_add(&g_running, 1);  /* unknown: count it running for good */
+    return;
+  }
+  PJRT_Event_IsReady_Args r = {0};
+  r.struct_size = PJRT_Event_IsReady_Args_STRUCT_SIZE;
+  r.event = done;
+  PJRT_Error* e = api->PJRT_Event_IsReady(&r);
+  if (e) {  /* not known to be done: count it until the callback */
+    PJRT_Error_Destroy_Args x = {0};
+    x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
+    x.error = e;
+    api->PJRT_Error_Destroy(&x);
+  } else if (r.is_ready) {
+    return;
+  }
+  atomic_fetch_add(&g_running, 1);
+  PJRT_Event_OnReady_Args a = {0};
+  a.struct_size = PJRT_Event_OnReady_Args_STRUCT_SIZE;
+  a.event = done;
+  a.callback = tpj_reap_launch_done;
+  a.user_arg = (void*)api;
+  e = api->PJRT_Event_OnReady(&a);
+  if (e) {  /* no callback will come: leave it counted (buffers go to the reaper) */
+    PJRT_Error_Destroy_Args x = {0};
+    x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
+    x.error = e;
+    api->PJRT_Error_Destroy(&x);
+  }
+}
+
 void tpj_rt_reap_buffer(const PJRT_Api* api, PJRT_Buffer* b) {
+  /* Nothing running: no launch can hold the buffer, and destroying it here
+   * is cheaper than handing it over (and lets the allocator reuse the
+   * memory at once, which small eager ops depend on). */
+  if (atomic_load_explicit(&g_running, memory_order_acquire) == 0) {
+    tpj_reap_destroy(api, b);
+    return;
+  }
   pthread_mutex_lock(&g_reap.mu);
   if (g_reap.state == REAP_OFF && !tpj_reap_start_locked()) {
     pthread_mutex_unlock(&g_reap.mu);
@@ -153,8 +207,13 @@ void tpj_rt_reap_buffer(const PJRT_Api* api, PJRT_Buffer* b) {
   g_reap.items[g_reap.n].buf = b;
   g_reap.n++;
   g_reap.queued++;
-  if (g_reap.state == REAP_IDLE || (g_reap.state == REAP_GATHER && g_reap.n >= TPJ_REAP_BATCH))
+  /* one wake-up per batch: when the first buffer arrives, and when the
+   * gathering one fills (the reaper may take a while to run: no more
+   * signals meanwhile) */
+  if (g_reap.state == REAP_IDLE || (g_reap.state == REAP_GATHER && g_reap.n == TPJ_REAP_BATCH)) {
+    g_reap.state = REAP_BUSY;
     pthread_cond_signal(&g_reap.work);
+  }
   pthread_mutex_unlock(&g_reap.mu);
 }
 

@@ -21,9 +21,14 @@
 extern "C" {
 #endif
 
-/* Hands b (never NULL) to the reaper; falls back to destroying it here when
- * the thread cannot be started. */
+/* Destroys b (never NULL) here when no launch is running, else hands it to
+ * the reaper (or destroys it here when the thread cannot be started). */
 void tpj_rt_reap_buffer(const PJRT_Api* api, PJRT_Buffer* b);
+
+/* Notes a launch whose completion event is done: while any launch is
+ * still running, dropped buffers go to the reaper; with none running they
+ * are destroyed at once (nothing can be using them). */
+void tpj_rt_reap_track_launch(const PJRT_Api* api, PJRT_Event* done);
 
 /* Waits until every buffer handed over before the call is destroyed. */
 void tpj_rt_reap_drain(void);

@@ -1085,6 +1085,7 @@ static tpj_status_t tpj_rt_launch(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
   tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Execute(&a),
                                            op_name ? op_name : "execute");
   if (!s) {
+    tpj_rt_reap_track_launch(api, done[0]);
     for (size_t i = 0; donated && i < nargs; ++i) {
       tpj_rt_buffer_t* d = args[i];
       if (!donated[i] || !d->pjrt) continue;
