@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "generator.h"
+#include "rt/reap.h"
 
 namespace torch_pjrt {
 
@@ -204,7 +205,9 @@ class Graph {
     tpj_status_t s = g ? tpj_exec_graph_run(exec(), g, device, params.data(),
                                             static_cast<int>(params.size()), res.data())
                        : nullptr;
-    release_all(owned);
+    // The launch reads these: released later, or each run would wait for
+    // itself (rt/reap.h).
+    for (tpj_rt_buffer_t* b : owned) tpj_rt_buffer_release_later(b);
     TPJ_CHECK(s);
     // Storages first (outputs may share one), then mutations, then views.
     std::vector<c10::Storage> made(storages.size());
@@ -222,7 +225,11 @@ class Graph {
     }
     for (auto [in, r] : mutations) {
       tpj_rt_buffer_retain(res[r]);
-      tpj_box_set_buffer(box_of(*args[tensor_args[in]]), res[r]);
+      tpj_box_t* box = box_of(*args[tensor_args[in]]);
+      tpj_rt_buffer_t* old = box->buf;  // the launch reads it: released later
+      tpj_rt_buffer_retain(old);
+      tpj_box_set_buffer(box, res[r]);
+      tpj_rt_buffer_release_later(old);
       args[tensor_args[in]]->unsafeGetTensorImpl()->bump_version();
     }
     release_all(res);

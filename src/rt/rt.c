@@ -693,6 +693,15 @@ void tpj_rt_buffer_retain(tpj_rt_buffer_t* buf) {
 void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) {
   if (!buf) return;
   if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  tpj_rt_pjrt_buffer_destroy((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
+  atomic_fetch_sub(&g_live_buffers, 1);
+  if (buf->pjrt) tpj_rt_count_bytes(buf->device, -(long long)tpj_rt_buffer_nbytes(buf));
+  free(buf);
+}
+
+void tpj_rt_buffer_release_later(tpj_rt_buffer_t* buf) {
+  if (!buf) return;
+  if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   if (buf->pjrt) tpj_rt_reap_buffer((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
   atomic_fetch_sub(&g_live_buffers, 1);
   if (buf->pjrt) tpj_rt_count_bytes(buf->device, -(long long)tpj_rt_buffer_nbytes(buf));

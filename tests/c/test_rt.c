@@ -351,7 +351,7 @@ TPJ_TEST(rt_dropped_inputs_are_reaped_after_their_launches) {
   for (int i = 0; i < 20; ++i) {
     tpj_rt_buffer_t* next = NULL;
     TPJ_EXPECT_OK(tpj_rt_execute(rt, exe, 0, &cur, 1, &shape, 1, &next, "double"));
-    tpj_rt_buffer_release(cur); /* the launch reading it may still run */
+    tpj_rt_buffer_release_later(cur); /* the launch reading it may still run */
     cur = next;
   }
   TPJ_EXPECT(tpj_rt_live_buffers() == start + 1);
