@@ -106,10 +106,22 @@ static void tpj_reap_after_fork_child(void) {
   g_reap.state = REAP_OFF;
 }
 
+/* Set at exit: buffers are destroyed inline from then on. */
+static atomic_int g_exiting;
+
+/* At exit, before the plugin's own static objects go (their destructors
+ * were registered before this, so run after it): destroy what is queued,
+ * and let nothing reach the thread again. */
+static void tpj_reap_at_exit(void) {
+  atomic_store(&g_exiting, 1);
+  tpj_rt_reap_drain();
+}
+
 /* Starts the thread; called with the lock held. 0 on failure. */
 static int tpj_reap_start_locked(void) {
   static int registered;
   if (!registered) {
+    atexit(tpj_reap_at_exit);
     /* timed waits on CLOCK_MONOTONIC: re-create the condition with it */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -182,7 +194,7 @@ void tpj_rt_reap_buffer(const PJRT_Api* api, PJRT_Buffer* b) {
   /* Nothing running: no launch can hold the buffer, and destroying it here
    * is cheaper than handing it over (and lets the allocator reuse the
    * memory at once, which small eager ops depend on). */
-  if (atomic_load_explicit(&g_running, memory_order_acquire) == 0) {
+  if (atomic_load_explicit(&g_running, memory_order_acquire) == 0 || atomic_load(&g_exiting)) {
     tpj_reap_destroy(api, b);
     return;
   }
