@@ -8,7 +8,7 @@
 /* Below this many reduced elements per output the in-order chain is short
  * and the plain reduce is as fast. */
 #define TPJ_CPU_REDUCE_MIN 32
-/* The width max/min folding stops at: the rest is one short chain. */
+/* The width a trailing fold stops at: the rest is one short chain. */
 #define TPJ_CPU_REDUCE_LANES 16
 /* Folds per reduction at most (each doubles the straight-line code that
  * computes one folded value). */
@@ -37,9 +37,10 @@ int tpj_hlo_cpu_reduce(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t 
                        const int64_t* dims, int ndims, const char* body, tpj_hlo_value_t* out) {
   if (!g_cpu_target || ndims == 0 || !body) return 0;
   if (x.dtype != TPJ_F32 && x.dtype != TPJ_F64) return 0;
-  int add = strcmp(body, "stablehlo.add") == 0;
-  int fold = strcmp(body, "stablehlo.maximum") == 0 || strcmp(body, "stablehlo.minimum") == 0;
-  if (!add && !fold) return 0;
+  /* associative and commutative bodies only: the folds reorder them */
+  if (strcmp(body, "stablehlo.add") != 0 && strcmp(body, "stablehlo.maximum") != 0 &&
+      strcmp(body, "stablehlo.minimum") != 0)
+    return 0;
   int lead = 1, trail = 1;
   for (int i = 0; i < ndims; ++i) {
     lead &= dims[i] == i;

@@ -35,17 +35,20 @@ static struct {
 } g_reap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
             NULL, 0, 0, 0, 0, 0, REAP_OFF};
 
+/* The reaper has no one to report a failure to: errors are dropped. */
+static void tpj_reap_drop_error(const PJRT_Api* api, PJRT_Error* e) {
+  if (!e) return;
+  PJRT_Error_Destroy_Args x = {0};
+  x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
+  x.error = e;
+  api->PJRT_Error_Destroy(&x);
+}
+
 static void tpj_reap_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
   PJRT_Buffer_Destroy_Args d = {0};
   d.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
   d.buffer = b;
-  PJRT_Error* e = api->PJRT_Buffer_Destroy(&d);
-  if (e) {  /* nothing to report it to: drop the error */
-    PJRT_Error_Destroy_Args x = {0};
-    x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
-    x.error = e;
-    api->PJRT_Error_Destroy(&x);
-  }
+  tpj_reap_drop_error(api, api->PJRT_Buffer_Destroy(&d));
 }
 
 static void tpj_reap_deadline(struct timespec* ts) {
@@ -149,17 +152,12 @@ static int tpj_reap_start_locked(void) {
 static atomic_long g_running;
 
 static void tpj_reap_launch_done(PJRT_Error* error, void* user_arg) {
-  if (error) {
-    PJRT_Error_Destroy_Args x = {0};
-    x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
-    x.error = error;
-    ((const PJRT_Api*)user_arg)->PJRT_Error_Destroy(&x);
-  }
+  tpj_reap_drop_error((const PJRT_Api*)user_arg, error);
   atomic_fetch_sub(&g_running, 1);
 }
 
 void tpj_rt_reap_track_launch(const PJRT_Api* api, PJRT_Event* done) {
-  if (!done || !api->PJRT_Event_IsReady || !api->PJRT_Event_OnReady) {
+  if (!done) {
     atomic_fetch_add(&g_running, 1);  /* unknown: count it running for good */
     return;
   }
@@ -167,27 +165,17 @@ void tpj_rt_reap_track_launch(const PJRT_Api* api, PJRT_Event* done) {
   r.struct_size = PJRT_Event_IsReady_Args_STRUCT_SIZE;
   r.event = done;
   PJRT_Error* e = api->PJRT_Event_IsReady(&r);
-  if (e) {  /* not known to be done: count it until the callback */
-    PJRT_Error_Destroy_Args x = {0};
-    x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
-    x.error = e;
-    api->PJRT_Error_Destroy(&x);
-  } else if (r.is_ready) {
-    return;
-  }
+  if (!e && r.is_ready) return;
+  tpj_reap_drop_error(api, e);  /* not known to be done: count it until the callback */
   atomic_fetch_add(&g_running, 1);
   PJRT_Event_OnReady_Args a = {0};
   a.struct_size = PJRT_Event_OnReady_Args_STRUCT_SIZE;
   a.event = done;
   a.callback = tpj_reap_launch_done;
   a.user_arg = (void*)api;
-  e = api->PJRT_Event_OnReady(&a);
-  if (e) {  /* no callback will come: leave it counted (buffers go to the reaper) */
-    PJRT_Error_Destroy_Args x = {0};
-    x.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE;
-    x.error = e;
-    api->PJRT_Error_Destroy(&x);
-  }
+  /* on failure no callback will come: it stays counted (buffers go to the
+   * reaper, which is only slower) */
+  tpj_reap_drop_error(api, api->PJRT_Event_OnReady(&a));
 }
 
 void tpj_rt_reap_buffer(const PJRT_Api* api, PJRT_Buffer* b) {

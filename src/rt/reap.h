@@ -36,8 +36,10 @@ void tpj_rt_reap_buffer(const PJRT_Api* api, PJRT_Buffer* b);
 void tpj_rt_buffer_release_later(tpj_rt_buffer_t* buf);
 
 /* Notes a launch whose completion event is done: while any launch is
- * still running, dropped buffers go to the reaper; with none running they
- * are destroyed at once (nothing can be using them). */
+ * still running, buffers released later go to the reaper; with none
+ * running they are destroyed at once (nothing can be using them). done is
+ * NULL when the plugin cannot tell (no IsReady/OnReady): the launch then
+ * counts as running for good. */
 void tpj_rt_reap_track_launch(const PJRT_Api* api, PJRT_Event* done);
 
 /* Waits until every buffer handed over before the call is destroyed. */

@@ -690,23 +690,20 @@ void tpj_rt_buffer_retain(tpj_rt_buffer_t* buf) {
   if (buf) __atomic_add_fetch(&buf->refcount, 1, __ATOMIC_RELAXED);
 }
 
-void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) {
+/* Drops one reference; the last one destroys the PJRT buffer here or, with
+ * later, on the reaper (rt/reap.h). */
+static void tpj_rt_buffer_unref(tpj_rt_buffer_t* buf, int later) {
   if (!buf) return;
   if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  tpj_rt_pjrt_buffer_destroy((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
+  if (later && buf->pjrt) tpj_rt_reap_buffer((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
+  else tpj_rt_pjrt_buffer_destroy((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
   atomic_fetch_sub(&g_live_buffers, 1);
   if (buf->pjrt) tpj_rt_count_bytes(buf->device, -(long long)tpj_rt_buffer_nbytes(buf));
   free(buf);
 }
 
-void tpj_rt_buffer_release_later(tpj_rt_buffer_t* buf) {
-  if (!buf) return;
-  if (__atomic_sub_fetch(&buf->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (buf->pjrt) tpj_rt_reap_buffer((const PJRT_Api*)buf->api, (PJRT_Buffer*)buf->pjrt);
-  atomic_fetch_sub(&g_live_buffers, 1);
-  if (buf->pjrt) tpj_rt_count_bytes(buf->device, -(long long)tpj_rt_buffer_nbytes(buf));
-  free(buf);
-}
+void tpj_rt_buffer_release(tpj_rt_buffer_t* buf) { tpj_rt_buffer_unref(buf, 0); }
+void tpj_rt_buffer_release_later(tpj_rt_buffer_t* buf) { tpj_rt_buffer_unref(buf, 1); }
 
 int64_t tpj_rt_live_buffers(void) { return atomic_load(&g_live_buffers); }
 
@@ -1094,7 +1091,8 @@ static tpj_status_t tpj_rt_launch(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
   tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Execute(&a),
                                            op_name ? op_name : "execute");
   if (!s) {
-    tpj_rt_reap_track_launch(api, done[0]);
+    int events = TPJ_RT_HAS(api, PJRT_Event_IsReady) && TPJ_RT_HAS(api, PJRT_Event_OnReady);
+    tpj_rt_reap_track_launch(api, events ? done[0] : NULL);
     for (size_t i = 0; donated && i < nargs; ++i) {
       tpj_rt_buffer_t* d = args[i];
       if (!donated[i] || !d->pjrt) continue;

@@ -137,18 +137,22 @@ static char* check_case(int* tpj_failed_, tpj_dtype_t dt, const int64_t* dims, i
   return cpu;
 }
 
+/* Sum (with and without NaN), max and min of one case, both forms. */
+static void check_bodies(int* tpj_failed_, tpj_dtype_t dt, const int64_t* dims, int ndim,
+                         const int64_t* rdims, int nr) {
+  free(check_case(tpj_failed_, dt, dims, ndim, rdims, nr, "stablehlo.add", 0));
+  free(check_case(tpj_failed_, dt, dims, ndim, rdims, nr, "stablehlo.add", 1));
+  free(check_case(tpj_failed_, dt, dims, ndim, rdims, nr, "stablehlo.maximum", 0));
+  free(check_case(tpj_failed_, dt, dims, ndim, rdims, nr, "stablehlo.minimum", 0));
+}
+
 TPJ_TEST(cpu_reduce_trailing_sums_and_extremes_match_plain) {
-  const char* bodies[3] = {"stablehlo.add", "stablehlo.maximum", "stablehlo.minimum"};
   int64_t d2[2] = {256, 256}, d3[3] = {8, 32, 64}, dodd[2] = {5, 96}, dwide[2] = {3, 4096};
   int64_t last = 1, last2[2] = {1, 2};
-  for (int k = 0; k < 3; ++k) {
-    for (int nan = 0; nan < 2; ++nan) {
-      free(check_case(tpj_failed_, TPJ_F32, d2, 2, &last, 1, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F32, d3, 3, last2, 2, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F64, dodd, 2, &last, 1, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F32, dwide, 2, &last, 1, bodies[k], nan));
-    }
-  }
+  check_bodies(tpj_failed_, TPJ_F32, d2, 2, &last, 1);
+  check_bodies(tpj_failed_, TPJ_F32, d3, 3, last2, 2);
+  check_bodies(tpj_failed_, TPJ_F64, dodd, 2, &last, 1);
+  check_bodies(tpj_failed_, TPJ_F32, dwide, 2, &last, 1);
   /* a row of 256 folds (slices) and reduces the last lanes behind a barrier */
   char* t = check_case(tpj_failed_, TPJ_F32, d2, 2, &last, 1, "stablehlo.add", 0);
   if (t) {
@@ -159,19 +163,14 @@ TPJ_TEST(cpu_reduce_trailing_sums_and_extremes_match_plain) {
 }
 
 TPJ_TEST(cpu_reduce_leading_and_full_reductions_match_plain) {
-  const char* bodies[3] = {"stablehlo.add", "stablehlo.maximum", "stablehlo.minimum"};
   int64_t d2[2] = {256, 192}, d3[3] = {8, 32, 64}, dodd[2] = {7, 33}, dvec[1] = {1000};
   int64_t dbig[2] = {3000, 4}, first = 0, first2[2] = {0, 1}, all3[3] = {0, 1, 2};
-  for (int k = 0; k < 3; ++k) {
-    for (int nan = 0; nan < 2; ++nan) {
-      free(check_case(tpj_failed_, TPJ_F32, d2, 2, &first, 1, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F32, d3, 3, first2, 2, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F64, dodd, 2, &first, 1, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F32, dvec, 1, &first, 1, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F32, d3, 3, all3, 3, bodies[k], nan));
-      free(check_case(tpj_failed_, TPJ_F32, dbig, 2, &first, 1, bodies[k], nan));
-    }
-  }
+  check_bodies(tpj_failed_, TPJ_F32, d2, 2, &first, 1);
+  check_bodies(tpj_failed_, TPJ_F32, d3, 3, first2, 2);
+  check_bodies(tpj_failed_, TPJ_F64, dodd, 2, &first, 1);
+  check_bodies(tpj_failed_, TPJ_F32, dvec, 1, &first, 1);
+  check_bodies(tpj_failed_, TPJ_F32, d3, 3, all3, 3);
+  check_bodies(tpj_failed_, TPJ_F32, dbig, 2, &first, 1);
   /* up to 1024 rows fold all the way: no reduce op is left */
   char* t = check_case(tpj_failed_, TPJ_F32, d2, 2, &first, 1, "stablehlo.add", 0);
   if (t) {

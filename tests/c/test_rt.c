@@ -297,6 +297,19 @@ TPJ_TEST(rt_execute_on_both_devices_and_synchronize) {
   TPJ_EXPECT(tpj_rt_live_buffers() == start);
 }
 
+/* count doublings of *cur on device, each input dropped with drop as soon
+ * as its launch is made (the pattern of eager ops and graph runs). */
+static void double_chain(int* tpj_failed_, tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
+                         int count, void (*drop)(tpj_rt_buffer_t*), tpj_rt_buffer_t** cur) {
+  tpj_rt_shape_t shape = {TPJ_F32, 1, {4}};
+  for (int i = 0; i < count; ++i) {
+    tpj_rt_buffer_t* next = NULL;
+    TPJ_EXPECT_OK(tpj_rt_execute(rt, exe, device, cur, 1, &shape, 1, &next, "double"));
+    drop(*cur);
+    *cur = next;
+  }
+}
+
 TPJ_TEST(rt_many_launches_then_synchronize) {
   /* More launches than the pending list's first block (64) so pruning and
    * growth both run; every result must still be right. */
@@ -307,23 +320,13 @@ TPJ_TEST(rt_many_launches_then_synchronize) {
   TPJ_EXPECT_OK(tpj_rt_compile(rt, kDoubleMlir, strlen(kDoubleMlir), &exe));
   float x[4] = {1, 2, 3, 4};
   int64_t n = 4;
-  tpj_rt_shape_t shape;
-  memset(&shape, 0, sizeof(shape));
-  shape.dtype = TPJ_F32;
-  shape.ndim = 1;
-  shape.dims[0] = 4;
   tpj_rt_buffer_t* cur = NULL;
   TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 1, TPJ_F32, &n, 1, x, &cur));
-  for (int i = 0; i < 150; ++i) {
-    tpj_rt_buffer_t* next = NULL;
-    TPJ_EXPECT_OK(tpj_rt_execute(rt, exe, 1, &cur, 1, &shape, 1, &next, "double"));
-    tpj_rt_buffer_release(cur);
-    cur = next;
-    if (i == 109) { /* restart from x: 40 more doublings stay finite */
-      tpj_rt_buffer_release(cur);
-      TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 1, TPJ_F32, &n, 1, x, &cur));
-    }
-  }
+  double_chain(tpj_failed_, rt, exe, 1, 110, tpj_rt_buffer_release, &cur);
+  /* restart from x: 40 more doublings stay finite */
+  tpj_rt_buffer_release(cur);
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 1, TPJ_F32, &n, 1, x, &cur));
+  double_chain(tpj_failed_, rt, exe, 1, 40, tpj_rt_buffer_release, &cur);
   TPJ_EXPECT_OK(tpj_rt_synchronize(rt, 1));
   float got[4];
   TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, cur, got, sizeof(got)));
@@ -347,13 +350,8 @@ TPJ_TEST(rt_dropped_inputs_are_reaped_after_their_launches) {
   int64_t n = 4;
   tpj_rt_buffer_t* cur = NULL;
   TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, &n, 1, x, &cur));
-  tpj_rt_shape_t shape = {TPJ_F32, 1, {4}};
-  for (int i = 0; i < 20; ++i) {
-    tpj_rt_buffer_t* next = NULL;
-    TPJ_EXPECT_OK(tpj_rt_execute(rt, exe, 0, &cur, 1, &shape, 1, &next, "double"));
-    tpj_rt_buffer_release_later(cur); /* the launch reading it may still run */
-    cur = next;
-  }
+  /* each launch may still run when its input is dropped */
+  double_chain(tpj_failed_, rt, exe, 0, 20, tpj_rt_buffer_release_later, &cur);
   TPJ_EXPECT(tpj_rt_live_buffers() == start + 1);
   TPJ_EXPECT_OK(tpj_rt_synchronize(rt, -1));
   TPJ_EXPECT(tpj_rt_reap_pending() == 0);
