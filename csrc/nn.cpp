@@ -61,6 +61,18 @@ Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(accumulator(self.scalar_type())), d});
 }
 
+// scaled_dot_product_attention's math path: softmax with all -inf rows
+// giving zeros. PyTorch's composite (softmax, an all() over eq(-inf), where)
+// would be three ops and a second reduction; this is one.
+Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  Tensor m = at::empty(self.sizes(), self.options().dtype(dtype.value_or(self.scalar_type()))
+                                         .device(at::kMeta));
+  check_softmax_input(m, dim, "softmax");
+  int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  at::ScalarType out_dtype = m.scalar_type();
+  return run_like("aten::_safe_softmax", {&self}, m, {to_tpj_dtype(accumulator(out_dtype)), d});
+}
+
 Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   check_softmax_input(self, dim, "log_softmax");
   Tensor m = at::meta::_log_softmax(to_meta(self), dim, half_to_float);
@@ -357,6 +369,7 @@ void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
   m.impl("_softmax", TORCH_FN(softmax));
+  m.impl("_safe_softmax", TORCH_FN(safe_softmax));
   m.impl("_log_softmax", TORCH_FN(log_softmax));
   m.impl("_softmax_backward_data", TORCH_FN(softmax_backward));
   m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));

@@ -6,14 +6,16 @@
  * vectoriser may not reorder. A row sum of a (256, 256) f32 is then ~22 µs
  * where a vectorised one takes ~2 µs, and layer norm, softmax, the losses
  * and every bias gradient are made of such reductions. With the CPU target
- * on, tpj_hlo_emit_reduce writes the common cases so that they vectorise:
- *   - a sum over leading or trailing dims of an f32/f64 value becomes a
- *     dot with a vector of ones (XLA's matrix-vector kernel accumulates in
- *     several lanes; the ones are exact, so only the order of the additions
- *     changes, as it does between PyTorch's own CPU kernels);
- *   - a max or min over trailing dims first folds the row in halves with
- *     elementwise maximum/minimum (vectorised, and exact: the result is the
- *     same element), then reduces the last 16 or so.
+ * on, tpj_hlo_emit_reduce writes the common cases (f32/f64 add, max, min
+ * over leading or trailing dims) so that they vectorise:
+ *   - a leading reduction of up to 1024 rows folds in halves with
+ *     elementwise ops down to one row, with no reduce left;
+ *   - a trailing one folds its rows in halves a few times, down to about
+ *     16 lanes, then reduces those behind an optimization_barrier (so XLA
+ *     does not fuse the folds back into the reduce's scalar loop).
+ * Max and min are exact either way (the result is one of the elements); a
+ * sum changes only the order of its additions, as it does between
+ * PyTorch's own CPU kernels.
  * Other reductions are emitted as plain stablehlo.reduce. Other compilers
  * (TPU, GPU) reduce in parallel already and get the plain form. */
 #ifndef TPJ_HLO_TARGET_H_

@@ -26,7 +26,11 @@ static int tpj_softmax_args(tpj_op_ctx_t* ctx, int nin, tpj_dtype_t* cd, int64_t
   return 1;
 }
 
-static void tpj_lower_softmax_common(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int log) {
+/* kind: 0 softmax, 1 log_softmax, 2 _safe_softmax (softmax, but a row whose
+ * elements are all -inf gives zeros, as scaled_dot_product_attention's math
+ * path wants for fully masked rows). */
+static void tpj_lower_softmax_common(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int kind) {
+  int log = kind == 1;
   tpj_dtype_t cd;
   int64_t d;
   if (!tpj_softmax_args(ctx, 1, &cd, &d)) return;
@@ -53,12 +57,23 @@ static void tpj_lower_softmax_common(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results
   tpj_hlo_value_t r = log ? tpj_hlo_emit_binary(b, "stablehlo.subtract", shifted,
                                                 tpj_hlo_emit_unary(b, "stablehlo.log", s))
                           : tpj_hlo_emit_binary(b, "stablehlo.divide", e, s);
+  if (kind == 2) {
+    /* The sum is 0 exactly for an all -inf row: its max was replaced by 0
+     * above, so every exp is 0. Any other row has an exp(0) = 1 term, or a
+     * NaN (a NaN or +inf element), and keeps softmax's value. This needs no
+     * second reduction, unlike testing every element against -inf. */
+    tpj_hlo_value_t z = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), r.dims, r.ndim);
+    r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, s, z, "EQ"), z, r);
+  }
   results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
 }
 
 void tpj_lower_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_lower_softmax_common(ctx, r, 0); }
 void tpj_lower_log_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
   tpj_lower_softmax_common(ctx, r, 1);
+}
+void tpj_lower_safe_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_softmax_common(ctx, r, 2);
 }
 
 /* in[0] grad_output, in[1] output (of softmax / log_softmax) */

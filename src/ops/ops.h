@@ -82,6 +82,7 @@ void tpj_lower_all(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_addmm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_safe_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_log_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_softmax_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_log_softmax_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

@@ -32,6 +32,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::_pdist_forward", tpj_lower_pdist},
     {"aten::_prelu_kernel", tpj_lower_prelu},
     {"aten::_prelu_kernel_backward", tpj_lower_prelu_backward},
+    {"aten::_safe_softmax", tpj_lower_safe_softmax},
     {"aten::_segment_reduce_backward", tpj_lower_segment_reduce_backward},
     {"aten::_softmax", tpj_lower_softmax},
     {"aten::_softmax_backward_data", tpj_lower_softmax_backward},

@@ -302,6 +302,57 @@ def test_softmax_dim_out_of_range_raises_like_cpu(fn):
     raises_like_cpu(lambda a: getattr(torch, fn)(a, 2), (x,), (x.to("tpu"),))
 
 
+# ---- _safe_softmax (scaled_dot_product_attention's math path) -----------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1, -1], ids=str)
+def test_safe_softmax_masked_rows(dtype, dim):
+    # An all -inf row (or column) gives zeros, not NaN; NaN and +inf still
+    # give NaN, as in PyTorch's composite on the CPU.
+    x = torch.tensor([[1.0, 2.0, 3.0], [-INF, -INF, -INF], [NAN, -INF, -INF],
+                      [INF, 0.0, -INF], [-INF, 0.0, -INF], [1e30, -1e30, 0.0]], dtype=dtype)
+    with Fallbacks("aten::_safe_softmax") as fb:
+        r = torch.ops.aten._safe_softmax(x.to("tpu"), dim)
+    check(r, torch.ops.aten._safe_softmax(x, dim))
+    if dim != 0:
+        assert (r.cpu()[1] == 0).all()
+    fb.assert_native()
+
+
+def test_safe_softmax_dtype_argument():
+    x = torch.randn(4, 5).half()
+    r = torch.ops.aten._safe_softmax(x.to("tpu"), 1, torch.float32)
+    assert r.dtype == torch.float32
+    check(r, torch.ops.aten._safe_softmax(x, 1, torch.float32))
+    check(torch.ops.aten._safe_softmax(x.to("tpu"), 1), torch.ops.aten._safe_softmax(x, 1))
+
+
+def test_safe_softmax_bad_input_raises_like_cpu():
+    x = torch.arange(6).view(2, 3)
+    raises_like_cpu(lambda a: torch.ops.aten._safe_softmax(a, 1), (x,), (x.to("tpu"),),
+                    accept=("not implemented for 'Long'",))
+    y = torch.zeros(2, 3)
+    raises_like_cpu(lambda a: torch.ops.aten._safe_softmax(a, 2), (y,), (y.to("tpu"),))
+
+
+def test_sdpa_fully_masked_row_forward_and_backward():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 4, 8, requires_grad=True) for _ in range(3))
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    mask[1] = False  # query 1 sees nothing: its output is 0
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out.sum().backward()
+    qt, kt, vt = (t.detach().to("tpu").requires_grad_() for t in (q, k, v))
+    with Fallbacks("aten::_safe_softmax") as fb:
+        ot = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask.to("tpu"))
+        ot.sum().backward()
+    check(ot, out)
+    assert (ot.detach().cpu()[:, :, 1] == 0).all()
+    for a, b in ((q, qt), (k, kt), (v, vt)):
+        check(b.grad, a.grad)
+    fb.assert_native()
+
+
 # ---- softmax / log_softmax backward ------------------------------------------------
 
 BACKWARD_OPS = ("aten::_softmax_backward_data", "aten::_log_softmax_backward_data")
