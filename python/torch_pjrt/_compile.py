@@ -16,7 +16,9 @@ step + 1, beta ** step, ... on the CPU and copies the new step back into the
 input. Nodes that only read CPU values never wait for the device: they run
 first, on the CPU, as a prologue; copies of such values into CPU inputs run
 last, as an epilogue; the device nodes between them stay one executable that
-takes the CPU scalars as runtime parameters.
+takes the CPU scalars as runtime parameters. The prologue's foreach ops (one
+0-d step tensor per parameter) run as one op over the stacked values, not
+one CPU op per parameter (see _stack_host_foreach).
 """
 from __future__ import annotations
 
@@ -216,6 +218,101 @@ def _host_nodes(gm: torch.fx.GraphModule) -> tuple[set, set]:
     return prologue, epilogue
 
 
+# The elementwise op each host foreach op applies per tensor. Only these,
+# with Python-number arguments besides the lists: then one op over the
+# stacked 0-d tensors promotes types exactly as the per-tensor ops do.
+_HOST_FOREACH = {
+    "_foreach_add": torch.add, "_foreach_sub": torch.sub, "_foreach_mul": torch.mul,
+    "_foreach_div": torch.div, "_foreach_pow": torch.pow, "_foreach_neg": torch.neg,
+    "_foreach_reciprocal": torch.reciprocal, "_foreach_sqrt": torch.sqrt,
+    "_foreach_rsqrt": torch.rsqrt, "_foreach_exp": torch.exp, "_foreach_log": torch.log,
+    "_foreach_abs": torch.abs, "_foreach_maximum": torch.maximum,
+    "_foreach_minimum": torch.minimum,
+}
+
+
+def _host_scalar_list(arg) -> bool:
+    """A list of nodes whose values are 0-d CPU tensors of one dtype."""
+    if not isinstance(arg, (list, tuple)) or len(arg) < 2:
+        return False
+    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in arg]
+    return all(isinstance(v, torch.Tensor) and v.dim() == 0 and v.device.type == "cpu"
+               and v.dtype == vals[0].dtype for v in vals)
+
+
+def _stack_host_foreach(gm: torch.fx.GraphModule) -> None:
+    """Runs a host prologue's foreach ops on stacked values.
+
+    An optimizer's prologue applies ~10 foreach ops (step + 1, beta ** step,
+    1 - that, ...) to one 0-d CPU step tensor per parameter. Per tensor on the
+    CPU that is ~5 µs an element, ~1.2 ms of host time per compiled AdamW step
+    on a 29-parameter model. Each such op becomes one elementwise op over a
+    1-D stack of the values; a chain of them stays stacked, and the 0-d values
+    the rest of the graph reads are views from one unbind per list. The values
+    are the same ops on the same numbers (vectorised math may round the last
+    bit differently, as between any two CPU kernels)."""
+    graph = gm.graph
+    stacked: dict = {}   # unbind node -> the stacked values it splits
+    members: dict = {}   # unbind node -> the element nodes read from it, in order
+    changed = False
+    for node in list(graph.nodes):
+        target = node.target
+        if not (node.op == "call_function" and isinstance(target, torch._ops.OpOverload)):
+            continue
+        fn = _HOST_FOREACH.get(target.__name__.split(".", 1)[0])
+        lists = [a for a in node.args if isinstance(a, (list, tuple))]
+        if (fn is None or node.kwargs or not lists
+                or not all(isinstance(a, (list, tuple, int, float, bool)) for a in node.args)
+                or not all(_host_scalar_list(a) and len(a) == len(lists[0]) for a in lists)
+                or len({a[0].meta["val"].dtype for a in lists}) != 1):
+            continue
+        elems = {}
+        for user in node.users:
+            if user.op == "call_function" and user.target is operator.getitem:
+                elems[user.args[1]] = user
+        if len(elems) != len(node.users):
+            continue  # the list itself is used: leave it
+        with graph.inserting_before(node):
+            args = []
+            for a in node.args:
+                if not isinstance(a, (list, tuple)):
+                    args.append(a)
+                    continue
+                src = a[0].args[0] if (isinstance(a[0], torch.fx.Node)
+                                       and a[0].target is operator.getitem) else None
+                if src in stacked and list(a) == members[src]:
+                    args.append(stacked[src])  # the previous op's stack, as is
+                else:
+                    args.append(graph.call_function(torch.stack, (list(a),)))
+            out = graph.call_function(fn, tuple(args))
+            views = graph.call_function(torch.unbind, (out,))
+        stacked[views] = out
+        members[views] = [elems.get(i) for i in range(len(lists[0]))]
+        for i, g in elems.items():
+            g.args = (views, i)
+        changed = True
+    if changed:
+        # the old foreach nodes, and a chain's element views nothing reads
+        graph.eliminate_dead_code()
+        gm.recompile()
+
+
+def _merge_host_copies(gm: torch.fx.GraphModule) -> None:
+    """An epilogue's copies of new step values into the CPU inputs, as one
+    _foreach_copy_ (one dispatch, not one per parameter)."""
+    copies = [n for n in gm.graph.nodes if n.op == "call_function"
+              and n.target is torch.ops.aten.copy_.default and not n.users and len(n.args) == 2
+              and not n.kwargs]
+    if len(copies) < 2:
+        return
+    with gm.graph.inserting_before(copies[0]):
+        gm.graph.call_function(torch._foreach_copy_, ([c.args[0] for c in copies],
+                                                      [c.args[1] for c in copies]))
+    for c in copies:
+        gm.graph.erase_node(c)
+    gm.recompile()
+
+
 def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
     ok: dict = {}
     prologue, epilogue = _host_nodes(gm)
@@ -273,6 +370,10 @@ def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
         p = int(name.rsplit("_", 1)[1])
         if kinds.get(p, False):
             setattr(split, name, _Traced(sub))
+        elif p == 0:
+            _stack_host_foreach(sub)
+        elif p == pid + 1 and epilogue:
+            _merge_host_copies(sub)
     return split
 
 

@@ -186,6 +186,52 @@ def test_compiled_adamw_step_keeps_cpu_step_counters_on_the_host():
     assert torch_pjrt.fallbacks() == {}
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64], ids=str)
+def test_host_prologue_foreach_ops_run_stacked_with_the_same_values(dtype):
+    # An optimizer's host prologue (foreach ops on one 0-d CPU step per
+    # parameter) runs each op once over the stacked values; the values, the
+    # dtypes and the 0-d results are those of the per-tensor ops.
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_pjrt import _compile
+
+    def prologue(*steps):
+        s = torch._foreach_add(list(steps), 1)
+        b1 = torch._foreach_neg(torch._foreach_sub(torch._foreach_pow(0.9, s), 1))
+        size = torch._foreach_reciprocal(torch._foreach_div(b1, 1e-3))
+        b2 = torch._foreach_sqrt(torch._foreach_pow(0.999, s))
+        return s + size + b2 + torch._foreach_mul(s, 2)
+
+    steps = [torch.tensor(i % 3 + 1, dtype=dtype) for i in range(7)]
+    gm = make_fx(prologue, tracing_mode="fake")(*steps)
+    expected = gm(*steps)
+    _compile._stack_host_foreach(gm)
+    assert not [n for n in gm.graph.nodes if str(n.target).startswith("aten._foreach")]
+    got = gm(*steps)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dim() == 0 and g.dtype == e.dtype
+        torch.testing.assert_close(g, e, rtol=1e-6, atol=0)
+
+
+def test_host_prologue_leaves_mixed_lists_per_tensor():
+    # Lists that mix dtypes (or hold a non-scalar) stay per-tensor foreach ops.
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_pjrt import _compile
+
+    def prologue(a, b, c):
+        return torch._foreach_add([a, b], 1) + torch._foreach_mul([a, c], 2)
+
+    args = (torch.tensor(1.0), torch.tensor(2.0, dtype=torch.float64), torch.ones(3))
+    gm = make_fx(prologue, tracing_mode="fake")(*args)
+    expected = gm(*args)
+    _compile._stack_host_foreach(gm)
+    assert len([n for n in gm.graph.nodes if str(n.target).startswith("aten._foreach")]) == 2
+    for g, e in zip(gm(*args), expected):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
+
+
 def test_equal_cpu_scalar_arguments_are_uploaded_once_per_run():
     # An optimizer step passes one CPU scalar per parameter (step counts and
     # the factors made from them), mostly the same value: each distinct value
