@@ -41,6 +41,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
 
 from .bucketing import bucket_size, pad_to_bucket  # noqa: E402,F401
 from . import _exit  # noqa: E402,F401  (drains autograd workers at exit)
+from . import _foreach  # noqa: E402,F401  (eager foreach ops, one launch each)
 
 __version__ = "0.1.0"
 

@@ -47,6 +47,11 @@ def _has_kernel(name: str) -> bool:
     return has(name, "PrivateUse1") or any(has(name, k) for k in _COMPOSITE)
 
 
+# True while a graph is being traced: _foreach.py's kernels then run their
+# per-tensor ops into that trace instead of starting one of their own.
+_tracing = False
+
+
 def _has_tpu_kernel(op: torch._ops.OpOverload) -> bool:
     """True when the dispatcher reaches a kernel of ours, or a composite one
     that calls other ops, for PrivateUse1 -- not the CPU fallback."""
@@ -112,14 +117,18 @@ class _Traced(torch.nn.Module):
         return _C._graph_key(tensors), others
 
     def _trace(self, args):
+        global _tracing
         tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
         _C._trace_begin(tensors)
+        _tracing = True
         try:
             with torch.no_grad():
                 outs = self.gm(*args)
         except BaseException:
             _C._trace_abort()
             raise
+        finally:
+            _tracing = False
         flat = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         tensor_pos = [i for i, o in enumerate(flat) if isinstance(o, torch.Tensor)]
         # An output that is a CPU tensor argument passes through unchanged.
