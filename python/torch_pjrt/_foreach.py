@@ -7,8 +7,9 @@ launches. Here the overloads torch.optim uses trace their per-tensor ops once
 into one graph (torch.compile's runner, _compile._Traced), cached by the
 lists' signature. Every scalar -- Python numbers, scalar lists (an
 optimizer's step sizes change every step), alpha, value, a lerp weight -- is
-a runtime 0-d argument, never a constant of the graph. Lists that are not all float32 or
-float64 tensors on one tpu device run the per-tensor loop, as before.
+a runtime 0-d argument, never a constant of the graph. Lists that are not all
+float32 or float64 tensors on one tpu device run the per-tensor loop, as
+before.
 """
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ _LIB = torch.library.Library("aten", "IMPL")
 
 def _eligible(lists, others=()) -> bool:
     first = lists[0]
-    if len(first) < 2:
+    if len(first) < 2 or not isinstance(first[0], torch.Tensor):
         return False
-    dev = first[0].device if isinstance(first[0], torch.Tensor) else None
-    if dev is None or dev.type != "tpu":
+    dev = first[0].device
+    if dev.type != "tpu":
         return False
     for lst in lists:
         if len(lst) != len(first):
@@ -50,24 +51,9 @@ def _register(name: str, n_lists: int, per_tensor, scalars: str = "none", kw=Non
     per tensor); "tensor", a Tensor argument (0-d CPU, or on the lists'
     device); "kw", a Scalar that may come by keyword, kw = (name, default)."""
 
-    def body(n, *flat):
-        lists = [flat[i * n:(i + 1) * n] for i in range(n_lists)]
-        rest = flat[n_lists * n:]
-        outs = []
-        for i in range(n):
-            elems = [lst[i] for lst in lists]
-            if scalars == "list":
-                elems.append(rest[i])
-            elif scalars != "none":
-                elems.append(rest[0])
-            r = per_tensor(*elems)
-            if returns:
-                outs.append(r)
-        return tuple(outs)
-
-    runner = _compile._Traced(body)
-
-    def loop(lists, scalar):
+    def apply(lists, scalar):
+        # The per-element loop, shared by the traced body and the fallback:
+        # scalar is one value, or a sequence of one per tensor ("list").
         outs = []
         for i in range(len(lists[0])):
             elems = [lst[i] for lst in lists]
@@ -78,6 +64,17 @@ def _register(name: str, n_lists: int, per_tensor, scalars: str = "none", kw=Non
             r = per_tensor(*elems)
             if returns:
                 outs.append(r)
+        return outs
+
+    def body(n, *flat):
+        rest = flat[n_lists * n:]
+        scalar = rest if scalars == "list" else (rest[0] if rest else None)
+        return tuple(apply([flat[i * n:(i + 1) * n] for i in range(n_lists)], scalar))
+
+    runner = _compile._Traced(body)
+
+    def loop(lists, scalar):
+        outs = apply(lists, scalar)
         return outs if returns else None
 
     def kernel(*args, **kwargs):

@@ -37,17 +37,27 @@ def _train_lm(device, steps=STEPS, dropout=0.0, compiled=False):
     return model, losses
 
 
-def _train_cnn(device, steps=STEPS, compiled=False):
+def _train_cnn(device, steps=STEPS, compiled=False, whole_step=False, compiles=None):
+    """compiled: torch.compile the model; whole_step: torch.compile the
+    step (forward, backward, SGD); compiles, a list: gets graph_compiles
+    after each step."""
     model = models.SmallCNN().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     fwd = torch.compile(model, backend="tpu") if compiled else model
-    losses = []
-    for x, y in models.cnn_batches(steps):
-        loss = F.cross_entropy(fwd(x.to(device)), y.to(device))
+
+    def step(x, y):
+        loss = F.cross_entropy(fwd(x), y)
         loss.backward()
         opt.step()
         opt.zero_grad()
-        losses.append(loss.item())
+        return loss
+
+    run = torch.compile(step, backend="tpu") if whole_step else step
+    losses = []
+    for x, y in models.cnn_batches(steps):
+        losses.append(run(x.to(device), y.to(device)).item())
+        if compiles is not None:
+            compiles.append(torch_pjrt.metrics()["graph_compiles"])
     return model, losses
 
 
@@ -135,3 +145,35 @@ def test_transformer_lm_compiled_inference_matches_cpu():
         cm = torch.compile(models.TinyLM().eval().to("tpu"), backend="tpu")
         got = cm(x.to("tpu"))
     torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-4)
+
+
+def test_cnn_compiled_step_with_sgd_inside_compiles_once():
+    # the whole training step -- forward, backward, SGD with momentum, the
+    # batch-norm running stats -- as one compiled function; after the first
+    # step (and the second, where momentum buffers exist) nothing recompiles
+    torch._dynamo.reset()
+    ref, want = _train_cnn("cpu", steps=6)
+    torch_pjrt.reset_metrics()
+    compiles = []
+    got_model, got = _train_cnn("tpu", steps=6, whole_step=True, compiles=compiles)
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), atol=1e-3, rtol=1e-3)
+    _same_params(got_model, ref, 5e-3)
+    for (n, b), rb in zip(got_model.named_buffers(), ref.buffers()):
+        torch.testing.assert_close(b.cpu(), rb, atol=5e-3, rtol=5e-3, msg=n)
+    assert compiles[0] > 0
+    assert compiles[2:] == [compiles[2]] * 4, compiles
+    assert torch_pjrt.fallbacks() == {}
+
+
+def test_cnn_compiled_inference_matches_cpu_and_compiles_once():
+    torch._dynamo.reset()
+    ref = models.SmallCNN().eval()
+    model = torch.compile(models.SmallCNN().eval().to("tpu"), backend="tpu")
+    torch_pjrt.reset_metrics()
+    with torch.no_grad():
+        for i, (x, _) in enumerate(models.cnn_batches(3)):
+            torch.testing.assert_close(model(x.to("tpu")).cpu(), ref(x), atol=1e-4, rtol=1e-4)
+            if i == 0:
+                first = torch_pjrt.metrics()["graph_compiles"]
+    assert first > 0 and torch_pjrt.metrics()["graph_compiles"] == first
+    assert torch_pjrt.fallbacks() == {}
