@@ -94,7 +94,16 @@ def _register(name: str, n_lists: int, per_tensor, scalars: str = "none", kw=Non
             return loop(lists, scalar)
         flat = [t for lst in lists for t in lst]
         if scalars == "list":
-            flat += [_num(v) for v in scalar]
+            # an optimizer's per-parameter scalars are mostly one value (one
+            # step count): one 0-d tensor per distinct value, keyed by its
+            # exact bits (0.0 == -0.0 as a dict key, not as a divisor)
+            made: dict = {}
+            for v in scalar:
+                k = float(v).hex()
+                t = made.get(k)
+                if t is None:
+                    t = made[k] = _num(v)
+                flat.append(t)
         elif scalars in ("one", "kw"):
             flat.append(_num(scalar))
         elif scalars == "tensor":

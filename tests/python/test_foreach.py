@@ -19,6 +19,9 @@ CASES = {
     "mul_.Tensor": (1, lambda L: torch._foreach_mul_(L[0], torch.tensor(0.5))),
     "div_.Scalar": (1, lambda L: torch._foreach_div_(L[0], 3.0)),
     "div_.ScalarList": (1, lambda L: torch._foreach_div_(L[0], [1.0, 2.0, 3.0, 4.0, 5.0])),
+    # repeated values share one argument; 0.0 and -0.0 must not
+    "div_.ScalarList repeats, signed zeros": (1, lambda L: torch._foreach_div_(
+        L[0], [2.0, 2, -0.0, 0.0, 2.0])),
     "add_.Scalar": (1, lambda L: torch._foreach_add_(L[0], 1e-3)),
     "add_.List alpha": (2, lambda L: torch._foreach_add_(L[0], L[1], alpha=-0.1)),
     "add_.List": (2, lambda L: torch._foreach_add_(L[0], L[1])),
