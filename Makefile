@@ -35,7 +35,11 @@ build/.stamp-ext: $(VENV)/.stamp-deps build/libtpj.a setup.py pyproject.toml $(w
 
 setup: build/.stamp-ext
 
-build/obj/%.o: src/%.c $(wildcard src/*/*.h) | $(VENV)/.stamp-deps
+# The core needs only pjrt_c_api.h: from the venv's xla-cpu-pjrt wheel, unless
+# PJRT_INCLUDE names a folder (setup.py does; so do machines without the venv).
+HEADER_DEP := $(if $(filter command line environment,$(origin PJRT_INCLUDE)),,$(VENV)/.stamp-deps)
+
+build/obj/%.o: src/%.c $(wildcard src/*/*.h) | $(HEADER_DEP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

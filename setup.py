@@ -16,15 +16,26 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def pjrt_include():
+    # TORCH_PJRT_PJRT_INCLUDE: a folder holding pjrt_c_api.h, for machines
+    # without the xla-cpu-pjrt wheel (the header is never committed here).
+    if os.environ.get("TORCH_PJRT_PJRT_INCLUDE"):
+        return os.environ["TORCH_PJRT_PJRT_INCLUDE"]
     import xla_plugins.xla_cpu_pjrt as m
 
     return os.path.join(os.path.dirname(m.__file__), "include")
 
 
 class BuildWithCore(BuildExtension):
+    def finalize_options(self):
+        super().finalize_options()
+        # One lasting build folder (pip's editable builds use a fresh
+        # temporary one each time): ninja then recompiles only what changed.
+        self.build_temp = os.path.join(ROOT, "build", "ext")
+
     def run(self):
         venv = os.path.dirname(os.path.dirname(sys.executable))
-        subprocess.check_call(["make", "-C", ROOT, "lib", f"VENV={venv}",
+        jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
+        subprocess.check_call(["make", "-C", ROOT, f"-j{jobs}", "lib", f"VENV={venv}",
                                f"PJRT_INCLUDE={pjrt_include()}"])
         super().run()
 

@@ -128,6 +128,9 @@ using at::Scalar;
 using at::ScalarType;
 
 TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+  // The op lists name at:: types unqualified in some releases (torch 2.11:
+  // DimnameList), as they are written for ATen's own namespace.
+  using namespace at;  // NOLINT(build/namespaces)
   AT_FORALL_LOWER_PRECISION_FP(TPJ_AUTOCAST_LOWER)
   AT_FORALL_FP32(TPJ_AUTOCAST_FP32)
   AT_FORALL_FP32_SET_OPT_DTYPE(TPJ_AUTOCAST_FP32_SET_OPT_DTYPE)

@@ -4,6 +4,8 @@
 #include <map>
 
 #include "common.h"
+#include "create_options.h"
+#include "rt/open.h"
 #include "inplace.h"
 
 extern "C" {
@@ -107,6 +109,32 @@ py::list lowered_ops() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_configure", &tp::configure, py::arg("plugin_path"), py::arg("cpu_devices"),
         py::arg("error"));
+  // [(name, value)] with value a bool, int, float or str: PJRT client-create
+  // options (see python/torch_pjrt/_plugin.py).
+  m.def("_set_create_options", [](const std::vector<std::pair<std::string, py::object>>& opts) {
+    std::vector<tp::CreateOption> out;
+    for (const auto& [name, v] : opts) {
+      tp::CreateOption o;
+      o.name = name;
+      if (py::isinstance<py::bool_>(v)) {
+        o.type = TPJ_RT_OPTION_BOOL;
+        o.int_value = v.cast<bool>();
+      } else if (py::isinstance<py::int_>(v)) {
+        o.type = TPJ_RT_OPTION_INT64;
+        o.int_value = v.cast<int64_t>();
+      } else if (py::isinstance<py::float_>(v)) {
+        o.type = TPJ_RT_OPTION_FLOAT;
+        o.float_value = v.cast<double>();
+      } else if (py::isinstance<py::str>(v)) {
+        o.type = TPJ_RT_OPTION_STRING;
+        o.string_value = v.cast<std::string>();
+      } else {
+        throw py::type_error("client option " + name + " must be a bool, int, float or str");
+      }
+      out.push_back(std::move(o));
+    }
+    tp::set_create_options(std::move(out));
+  });
   m.def("_set_cache_dir", &tp::set_cache_dir);
   m.def("_init", [] { tp::rt(); });
   m.def("_is_initialized", &tp::is_initialized);

@@ -8,6 +8,8 @@
 #include <mutex>
 
 #include "common.h"
+#include "create_options.h"
+#include "rt/open.h"
 
 namespace torch_pjrt {
 
@@ -16,6 +18,7 @@ std::mutex g_mu;
 std::string g_plugin_path;
 std::string g_config_error = "torch_pjrt was not configured (import torch_pjrt)";
 int g_cpu_devices = 0;
+std::vector<CreateOption> g_create_options;
 tpj_rt_t* g_rt = nullptr;
 // g_rt once opened (it is never closed): every op asks for the runtime, and
 // the mutex it would take otherwise was a visible part of a small op's cost.
@@ -25,15 +28,34 @@ std::string g_open_error;
 std::string g_cache_dir;
 thread_local int t_current_device = 0;
 
+// XLA's plugins log through TSL/absl to stderr from the first message on
+// (client creation alone prints two lines on the CPU plugin, a dozen on the
+// GPU one). A user's terminal shows only what they asked for: unless
+// TORCH_PJRT_PLUGIN_LOG=1, or the user chose TF_CPP_MIN_LOG_LEVEL
+// themselves, only the plugin's errors and fatal messages remain. The
+// plugin reads the variable when it first logs, so it is set before the
+// plugin loads, and stays set (as jax and TensorFlow read it too).
+void quiet_plugin_log() {
+  const char* want = std::getenv("TORCH_PJRT_PLUGIN_LOG");
+  if (want && want[0] && std::string(want) != "0") return;
+  setenv("TF_CPP_MIN_LOG_LEVEL", "2", /*overwrite=*/0);
+}
+
 void open_locked() {
   if (g_rt || !g_open_error.empty()) return;
   if (!g_config_error.empty()) {
     g_open_error = g_config_error;
     return;
   }
-  tpj_rt_options_t opts{g_cpu_devices};
+  std::vector<tpj_rt_option_t> opts;
+  if (g_cpu_devices > 0)
+    opts.push_back({"cpu_device_count", TPJ_RT_OPTION_INT64, g_cpu_devices, 0.0, nullptr});
+  for (const CreateOption& o : g_create_options)
+    opts.push_back({o.name.c_str(), static_cast<tpj_rt_option_type_t>(o.type), o.int_value,
+                    o.float_value, o.string_value.c_str()});
+  quiet_plugin_log();
   tpj_rt_t* rt = nullptr;
-  tpj_status_t s = tpj_rt_open(g_plugin_path.c_str(), &opts, &rt);
+  tpj_status_t s = tpj_rt_open_with_options(g_plugin_path.c_str(), opts.data(), opts.size(), &rt);
   if (s) {
     g_open_error = tpj_status_message(s);
     tpj_status_free(s);
@@ -112,6 +134,12 @@ void configure(const std::string& plugin_path, int cpu_devices, const std::strin
   g_cpu_devices = cpu_devices;
   g_config_error = error;
   g_open_error.clear();
+}
+
+void set_create_options(std::vector<CreateOption> options) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  TORCH_CHECK(g_rt == nullptr, "client options must be set before the tpu runtime opens");
+  g_create_options = std::move(options);
 }
 
 void check_not_forked();  // fork.cpp

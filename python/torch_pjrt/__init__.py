@@ -17,11 +17,13 @@ from . import _C  # noqa: E402  (the extension registers kernels at load)
 from . import tpu as _tpu_module  # noqa: E402
 
 _PLUGIN = _plugin.find_plugin()
-_C._configure(
-    _PLUGIN.path,
-    _plugin.cpu_device_count() if _PLUGIN.platform == "cpu" else 0,
-    _PLUGIN.error,
-)
+try:
+    _C._set_create_options(_plugin.create_options(_PLUGIN.platform))
+except ValueError as _e:
+    # A bad setting fails the first tpu use, not `import torch`.
+    if not _PLUGIN.error:
+        _PLUGIN.error = str(_e)
+_C._configure(_PLUGIN.path, 0, _PLUGIN.error)
 
 
 def cache_dir() -> str:

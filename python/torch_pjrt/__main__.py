@@ -21,10 +21,18 @@ def _info() -> int:
                                                              *d["pjrt_header_version"]))
     for line in d["attributes"].splitlines():
         print(f"attribute        {line}")
+    opts = torch_pjrt._plugin.create_options(p["platform"])
+    if opts:
+        print("client options   " + ", ".join(f"{k}={v}" for k, v in opts))
     print(f"cache dir        {cache}")
     print(f"devices          {len(d['devices'])}")
     for dev in d["devices"]:
         print(f"  tpu:{dev['index']:<3} {dev['kind']}  {dev['description']}")
+        try:
+            free, total = torch.tpu.mem_get_info(dev["index"])
+            print(f"         memory {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB")
+        except Exception as e:  # a plugin without memory statistics
+            print(f"         memory unknown ({e})")
     if torch.accelerator.is_available():
         print(f"accelerator      {torch.accelerator.current_accelerator()}")
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import importlib
+import importlib.util
 import os
 from dataclasses import dataclass
 from importlib import metadata
@@ -27,15 +28,17 @@ class Plugin:
 
 
 def _module_dir(modname: str) -> str | None:
+    # find_spec locates a package without running its __init__: the CUDA
+    # plugin's package (jax_plugins.xla_cuda13) imports all of jax there.
     try:
-        mod = importlib.import_module(modname)
+        spec = importlib.util.find_spec(modname)
     except Exception:
         return None
-    f = getattr(mod, "__file__", None)
-    if f:
-        return os.path.dirname(f)
-    paths = list(getattr(mod, "__path__", []))
-    return paths[0] if paths else None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return list(spec.submodule_search_locations)[0]
+    return os.path.dirname(spec.origin) if spec.origin else None
 
 
 def _so_in(folder: str | None) -> str | None:
@@ -127,12 +130,69 @@ def find_plugin() -> Plugin:
     return Plugin(platform="cpu", error="no PJRT plugin is installed; fix with: " + PIP_HINT["cpu"])
 
 
-def cpu_device_count() -> int:
-    raw = os.environ.get("TORCH_PJRT_CPU_DEVICES", "1")
+# The most devices the C core addresses (src/rt/rt.c, TPJ_MAX_DEVICES).
+MAX_DEVICES = 256
+
+
+def _env_number(name: str, default, kind, lo, hi):
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
     try:
-        n = int(raw)
+        v = kind(raw)
     except ValueError:
-        raise RuntimeError(f"TORCH_PJRT_CPU_DEVICES={raw!r} is not an integer") from None
-    if n < 1:
-        raise RuntimeError(f"TORCH_PJRT_CPU_DEVICES={n} must be at least 1")
-    return n
+        raise ValueError(f"{name}={raw!r} is not {'an integer' if kind is int else 'a number'}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{name}={raw} must be between {lo} and {hi}")
+    return v
+
+
+def cpu_device_count() -> int:
+    """TORCH_PJRT_CPU_DEVICES: how many devices the CPU plugin exposes (default 1).
+    Checked before the plugin sees it: a huge count would make the plugin
+    build that many devices (minutes, gigabytes) before anything refused it."""
+    return _env_number("TORCH_PJRT_CPU_DEVICES", 1, int, 1, MAX_DEVICES)
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name}={raw!r} is not a boolean (use 1 or 0)")
+
+
+GPU_ALLOCATORS = ("bfc", "platform", "cuda_async", "default")
+
+
+def create_options(platform: str) -> list[tuple[str, object]]:
+    """The named PJRT_Client_Create options for this platform, from the
+    environment. Raises ValueError naming the variable for a bad value; the
+    caller defers it to the first tpu use, so CPU-only code never sees it.
+
+    CUDA (the XLA GPU plugin). Left alone, the plugin reserves 75% of the
+    GPU's memory when the client is created, which a process that also uses
+    torch.cuda (or a second process) cannot afford. torch_pjrt instead grows
+    its pool on demand, as PyTorch's caching allocator does:
+      TORCH_PJRT_GPU_MEMORY_FRACTION  the most of the GPU's memory the pool
+                                      may take, 0 < f <= 1 (default 0.9)
+      TORCH_PJRT_GPU_PREALLOCATE=1    reserve that fraction at start
+      TORCH_PJRT_GPU_ALLOCATOR        bfc (default: XLA's caching pool),
+                                      platform (cudaMalloc/cudaFree each
+                                      buffer, no caching), cuda_async
+    """
+    if platform == "cpu":
+        return [("cpu_device_count", cpu_device_count())]
+    if platform == "cuda":
+        fraction = _env_number("TORCH_PJRT_GPU_MEMORY_FRACTION", 0.9, float, 1e-6, 1.0)
+        allocator = os.environ.get("TORCH_PJRT_GPU_ALLOCATOR", "bfc").strip().lower() or "bfc"
+        if allocator not in GPU_ALLOCATORS:
+            raise ValueError(f"TORCH_PJRT_GPU_ALLOCATOR={allocator!r} is not one of "
+                             + ", ".join(GPU_ALLOCATORS))
+        return [("allocator", allocator),
+                ("memory_fraction", float(fraction)),
+                ("preallocate", _env_flag("TORCH_PJRT_GPU_PREALLOCATE", False))]
+    return []

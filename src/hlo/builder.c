@@ -709,6 +709,12 @@ tpj_hlo_value_t tpj_hlo_reduce_plain(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tp
   return r;
 }
 
+void tpj_hlo_print_precision(tpj_strbuf_t* sb, tpj_dtype_t operand_dtype) {
+  if (operand_dtype == TPJ_F32 || operand_dtype == TPJ_C64)
+    tpj_strbuf_puts(sb, ", precision_config = [#stablehlo<precision HIGHEST>, "
+                        "#stablehlo<precision HIGHEST>]");
+}
+
 tpj_hlo_value_t tpj_hlo_emit_dot_general(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,
                                          const int64_t* xbatch, const int64_t* ybatch, int nbatch,
                                          const int64_t* xcontract, const int64_t* ycontract,
@@ -755,7 +761,9 @@ tpj_hlo_value_t tpj_hlo_emit_dot_general(tpj_hlo_builder_t* b, tpj_hlo_value_t x
   tpj_hlo_print_i64_list(sb, xcontract, ncontract);
   tpj_strbuf_puts(sb, ", rhs_contracting_dimensions = ");
   tpj_hlo_print_i64_list(sb, ycontract, ncontract);
-  tpj_strbuf_puts(sb, ">}");
+  tpj_strbuf_puts(sb, ">");
+  tpj_hlo_print_precision(sb, x.dtype);
+  tpj_strbuf_puts(sb, "}");
   tpj_hlo_end_op(b, &r, ops, 2);
   return r;
 }

@@ -96,6 +96,7 @@ tpj_hlo_value_t tpj_hlo_emit_convolution(tpj_hlo_builder_t* b, tpj_hlo_value_t l
   tpj_hlo_print_i64_array(sb, c->rhs_dil, nsp);
   tpj_strbuf_puts(sb, ", window_strides = ");
   tpj_hlo_print_i64_array(sb, c->stride, nsp);
+  tpj_hlo_print_precision(sb, lhs.dtype);
   tpj_strbuf_puts(sb, "}");
   tpj_hlo_end_op(b, &r, ops, 2);
   return r;

@@ -20,6 +20,13 @@ void tpj_hlo_print_ref(tpj_strbuf_t* sb, const tpj_hlo_value_t* v);
 void tpj_hlo_print_i64_array(tpj_strbuf_t* sb, const int64_t* a, int n);
 /* "[1, 2]" */
 void tpj_hlo_print_i64_list(tpj_strbuf_t* sb, const int64_t* a, int n);
+/* ", precision_config = [HIGHEST, HIGHEST]" for float32/complex64 operands,
+ * nothing otherwise. PyTorch computes float32 matrix products in full float32
+ * unless asked (torch.backends.cuda.matmul.allow_tf32 is False by default),
+ * while XLA's DEFAULT precision lets a GPU round the operands to TF32 (and a
+ * TPU to bfloat16): an error of 1e-3 that a user comparing with CPU would
+ * call wrong. XLA:CPU computes float32 either way. */
+void tpj_hlo_print_precision(tpj_strbuf_t* sb, tpj_dtype_t operand_dtype);
 /* 0 (and a recorded failure) when v is invalid or the builder has failed. */
 int tpj_hlo_check_valid(tpj_hlo_builder_t* b, const tpj_hlo_value_t* v);
 int tpj_hlo_check_dims(tpj_hlo_builder_t* b, const int64_t* dims, int ndim);

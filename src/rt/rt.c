@@ -1,5 +1,6 @@
 /* rt: plugin loading, client, devices, compile and execute over PJRT. */
 #include "rt/rt.h"
+#include "rt/open.h"
 #include "rt/track.h"
 #include "rt/upload.h"
 #include "rt/donate.h"
@@ -318,11 +319,14 @@ static tpj_status_t tpj_rt_read_platform(tpj_rt_t* rt) {
   return NULL;
 }
 
-tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
-                         tpj_rt_t** out_rt) {
+tpj_status_t tpj_rt_open_with_options(const char* plugin_path, const tpj_rt_option_t* opts,
+                                      size_t nopts, tpj_rt_t** out_rt) {
   *out_rt = NULL;
   if (!plugin_path || !*plugin_path)
     return tpj_status_make(TPJ_INVALID_ARGUMENT, "no PJRT plugin path given");
+  if (nopts > TPJ_RT_MAX_OPTIONS)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "%zu client options given; at most %d",
+                           nopts, TPJ_RT_MAX_OPTIONS);
   void* lib = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     return tpj_status_make(TPJ_NOT_FOUND, "cannot load PJRT plugin %s: %s", plugin_path,
@@ -363,21 +367,37 @@ tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
   pthread_mutex_init(&rt->mu, NULL);
   rt->plugin_path = tpj_strndup(plugin_path, strlen(plugin_path));
 
-  PJRT_NamedValue options[1];
-  size_t noptions = 0;
-  if (opts && opts->cpu_device_count > 0) {
-    memset(&options[0], 0, sizeof(options[0]));
-    options[0].struct_size = PJRT_NamedValue_STRUCT_SIZE;
-    options[0].name = "cpu_device_count";
-    options[0].name_size = strlen(options[0].name);
-    options[0].type = PJRT_NamedValue_kInt64;
-    options[0].int64_value = opts->cpu_device_count;
-    options[0].value_size = 1;
-    noptions = 1;
+  PJRT_NamedValue options[TPJ_RT_MAX_OPTIONS];
+  for (size_t i = 0; i < nopts; ++i) {
+    PJRT_NamedValue* v = &options[i];
+    memset(v, 0, sizeof(*v));
+    v->struct_size = PJRT_NamedValue_STRUCT_SIZE;
+    v->name = opts[i].name;
+    v->name_size = strlen(opts[i].name);
+    v->value_size = 1;
+    switch (opts[i].type) {
+      case TPJ_RT_OPTION_INT64:
+        v->type = PJRT_NamedValue_kInt64;
+        v->int64_value = opts[i].int_value;
+        break;
+      case TPJ_RT_OPTION_FLOAT:
+        v->type = PJRT_NamedValue_kFloat;
+        v->float_value = (float)opts[i].float_value;
+        break;
+      case TPJ_RT_OPTION_BOOL:
+        v->type = PJRT_NamedValue_kBool;
+        v->bool_value = opts[i].int_value != 0;
+        break;
+      case TPJ_RT_OPTION_STRING:
+        v->type = PJRT_NamedValue_kString;
+        v->string_value = opts[i].string_value ? opts[i].string_value : "";
+        v->value_size = strlen(v->string_value);
+        break;
+    }
   }
   TPJ_ARGS(PJRT_Client_Create_Args, c);
-  c.create_options = noptions ? options : NULL;
-  c.num_options = noptions;
+  c.create_options = nopts ? options : NULL;
+  c.num_options = nopts;
   tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_Client_Create(&c),
                                            "creating the PJRT client");
   if (!s) {
@@ -392,6 +412,16 @@ tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
   }
   *out_rt = rt;
   return NULL;
+}
+
+tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
+                         tpj_rt_t** out_rt) {
+  tpj_rt_option_t o = {"cpu_device_count", TPJ_RT_OPTION_INT64, 0, 0.0, NULL};
+  if (opts && opts->cpu_device_count > 0) {
+    o.int_value = opts->cpu_device_count;
+    return tpj_rt_open_with_options(plugin_path, &o, 1, out_rt);
+  }
+  return tpj_rt_open_with_options(plugin_path, NULL, 0, out_rt);
 }
 
 void tpj_rt_close(tpj_rt_t* rt) {

@@ -223,6 +223,7 @@ def test_cli_info(tmp_path):
     assert lines["devices"].split()[-1] == "2", out
     assert "tpu:0" in out and "tpu:1" in out
     assert torch.__version__ in out
+    assert "client options   cpu_device_count=2" in out, out
     assert str(tmp_path / "cachedir") in out
 
 
@@ -274,3 +275,76 @@ def test_platform_tpu_without_libtpu_says_how_to_fix():
     assert lines[0] == "imported"
     assert lines[1].startswith("RuntimeError:"), r.stdout
     assert "pip install libtpu" in lines[1]
+
+
+# ---- a quiet terminal; settings that fail at first use, not at import ----------
+
+_QUIET = """
+import torch
+x = torch.arange(6.0, device="tpu").reshape(2, 3)
+f = torch.compile(lambda a: (a.sin() + 1).sum(), backend="tpu")
+print(float((x * 2).sum()), float(f(x)))
+"""
+
+
+def test_stderr_is_quiet(tmp_path):
+    """A small op and a compiled function print nothing to stderr: the
+    plugin's absl log lines (client creation) are off by default."""
+    r = run_python(_QUIET, env_update={"TORCH_PJRT_CACHE_DIR": str(tmp_path)},
+                   drop=("TF_CPP_MIN_LOG_LEVEL", "TORCH_PJRT_PLUGIN_LOG"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("30.0 "), r.stdout
+    assert r.stderr == ""
+
+
+def test_plugin_log_env_turns_plugin_logging_on(tmp_path):
+    r = run_python(_QUIET, env_update={"TORCH_PJRT_CACHE_DIR": str(tmp_path),
+                                       "TORCH_PJRT_PLUGIN_LOG": "1"},
+                   drop=("TF_CPP_MIN_LOG_LEVEL",))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "cpu_device_count" in r.stderr  # the CPU plugin's own INFO line
+
+
+@pytest.mark.parametrize("var,value,message", [
+    ("TORCH_PJRT_CPU_DEVICES", "16000", "TORCH_PJRT_CPU_DEVICES=16000 must be between 1 and 256"),
+    ("TORCH_PJRT_CPU_DEVICES", "0", "TORCH_PJRT_CPU_DEVICES=0 must be between 1 and 256"),
+    ("TORCH_PJRT_CPU_DEVICES", "abc", "TORCH_PJRT_CPU_DEVICES='abc' is not an integer"),
+])
+def test_bad_setting_fails_first_use_not_import(var, value, message):
+    code = ("import torch\n"
+            "print(torch.ones(2).sum().item())\n"  # CPU-only code is unaffected
+            "print(torch.tpu.is_available())\n"
+            "try:\n"
+            "    torch.ones(1, device='tpu')\n"
+            "except RuntimeError as e:\n"
+            "    print('ERR', e)\n")
+    r = run_python(code, env_update={var: value})
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "2.0" and lines[1] == "False", r.stdout
+    assert lines[2].startswith("ERR") and message in lines[2], r.stdout
+
+
+def test_gpu_client_options(monkeypatch):
+    """The XLA CUDA plugin's create options (checked here without a GPU):
+    grow on demand by default, the fraction and allocator from the env."""
+    from torch_pjrt import _plugin
+
+    for v in ("TORCH_PJRT_GPU_MEMORY_FRACTION", "TORCH_PJRT_GPU_PREALLOCATE",
+              "TORCH_PJRT_GPU_ALLOCATOR"):
+        monkeypatch.delenv(v, raising=False)
+    assert _plugin.create_options("cuda") == [
+        ("allocator", "bfc"), ("memory_fraction", 0.9), ("preallocate", False)]
+    monkeypatch.setenv("TORCH_PJRT_GPU_MEMORY_FRACTION", "0.5")
+    monkeypatch.setenv("TORCH_PJRT_GPU_PREALLOCATE", "1")
+    monkeypatch.setenv("TORCH_PJRT_GPU_ALLOCATOR", "platform")
+    assert _plugin.create_options("cuda") == [
+        ("allocator", "platform"), ("memory_fraction", 0.5), ("preallocate", True)]
+    monkeypatch.setenv("TORCH_PJRT_GPU_MEMORY_FRACTION", "1.5")
+    with pytest.raises(ValueError, match=r"TORCH_PJRT_GPU_MEMORY_FRACTION=1.5 must be between"):
+        _plugin.create_options("cuda")
+    monkeypatch.setenv("TORCH_PJRT_GPU_MEMORY_FRACTION", "0.5")
+    monkeypatch.setenv("TORCH_PJRT_GPU_ALLOCATOR", "magic")
+    with pytest.raises(ValueError, match="TORCH_PJRT_GPU_ALLOCATOR='magic' is not one of"):
+        _plugin.create_options("cuda")
+    assert _plugin.create_options("tpu") == []
