@@ -29,7 +29,8 @@ $(VENV)/.stamp-deps: pyproject.toml
 	touch $@
 
 # The editable install (and the extension build) reruns only when a source changed.
-build/.stamp-ext: $(VENV)/.stamp-deps build/libtpj.a setup.py pyproject.toml $(wildcard csrc/*) $(wildcard python/torch_pjrt/*.py)
+# csrc/ has rooms (device/, ops/, compile/, ...): every file in them counts.
+build/.stamp-ext: $(VENV)/.stamp-deps build/libtpj.a setup.py pyproject.toml $(wildcard csrc/* csrc/*/*) $(wildcard python/torch_pjrt/*.py)
 	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(PIP) install -q --no-build-isolation --no-deps -e .
 	touch $@
 

@@ -1,6 +1,6 @@
 """Mixed precision on tpu: what torch.autocast("tpu") and torch.amp.GradScaler
 ask of the device module. The autocast policy itself (which ops run in the
-low-precision dtype, which in float32) is registered in csrc/autocast.cpp;
+low-precision dtype, which in float32) is registered in csrc/device/autocast.cpp;
 GradScaler's kernels are lowered in src/ops/amp.c."""
 from __future__ import annotations
 

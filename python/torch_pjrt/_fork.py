@@ -1,6 +1,6 @@
 """Fork safety for torch.tpu, named as torch.cuda's: a process forked after
 its parent used tpu cannot use tpu (the PJRT client's threads do not survive
-fork); csrc/fork.cpp detects it and makes every use raise."""
+fork); csrc/device/fork.cpp detects it and makes every use raise."""
 from __future__ import annotations
 
 import torch

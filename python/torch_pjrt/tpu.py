@@ -100,7 +100,7 @@ def get_device_name(device: Any = None) -> str:
 
 
 # ---- seeds and generator state ------------------------------------------------
-# Each tpu:N has a default generator (seed + offset, csrc/generator.cpp) that
+# Each tpu:N has a default generator (seed + offset, csrc/device/generator.cpp) that
 # random ops on tpu draw from; torch.manual_seed() reaches manual_seed_all().
 # The C++ side is reached through torch.ops.tpj_rng.
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
@@ -182,7 +182,7 @@ def set_rng_state_all(new_states) -> None:
 
 
 # ---- memory -------------------------------------------------------------------
-# The numbers come from the tpu allocator (csrc/allocator.cpp) through the
+# The numbers come from the tpu allocator (csrc/device/allocator.cpp) through the
 # same c10 DeviceAllocator calls torch.accelerator uses: allocated/active
 # bytes are the bytes of live tpu storages; reserved bytes are what the device
 # holds (PJRT_Device_MemoryStats where the plugin has it, else the bytes of
@@ -316,7 +316,7 @@ def device_of(obj: Any) -> device:
 # A stream tags the work launched while it is current; PJRT orders a device's
 # work by data dependency, so results never depend on streams: synchronize()
 # and query() wait for / poll the work of one stream, and an Event marks the
-# work of its stream up to record() (csrc/stream.cpp).
+# work of its stream up to record() (csrc/device/stream.cpp).
 
 
 class Stream(torch.Stream):

@@ -1,5 +1,5 @@
 /* hlo/gather: the combining 1-D scatter and the 1-D sort used by the
- * indexing-by-tensor lowerings (src/ops/gather.c). Generic op syntax, as
+ * indexing-by-tensor lowerings (src/ops/index_gather.c). Generic op syntax, as
  * in builder.c. */
 #include "hlo/gather.h"
 

@@ -1,4 +1,4 @@
-/* hlo/linalg: emitters the matrix decompositions need (src/ops/decomp.c):
+/* hlo/linalg: emitters the matrix decompositions need (src/ops/linalg_decomp.c):
  * stablehlo.triangular_solve, stablehlo.custom_call with several results
  * (XLA's Qr, ProductOfElementaryHouseholderReflectors and Eigh expanders),
  * dynamic_slice / dynamic_update_slice at runtime offsets, and

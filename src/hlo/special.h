@@ -1,6 +1,6 @@
 /* hlo/special: control flow for the special functions: a stablehlo.while
  * over a few state values whose condition and body regions are written by
- * callbacks. Used by src/ops/orthopoly.c for the polynomial recurrences. */
+ * callbacks. Used by src/ops/special_orthopoly.c for the polynomial recurrences. */
 #ifndef TPJ_HLO_SPECIAL_H_
 #define TPJ_HLO_SPECIAL_H_
 

@@ -1,7 +1,9 @@
-/* ops/activation: pointwise activations and their backward ops (silu,
- * hardtanh, leaky_relu, elu, softplus, hardsigmoid, hardswish, mish, and
- * the tanh/sigmoid backward that autograd of tanh and sigmoid emits).
- * Layout shared by every op here: attrs[0] is the compute dtype (float32 for
+/* ops/activation: activations and their backward ops (silu, hardtanh,
+ * leaky_relu, elu, softplus, hardsigmoid, hardswish, mish, and the
+ * tanh/sigmoid backward that autograd of tanh and sigmoid emits); further
+ * down, with their own layouts: glu, prelu, softmax / log_softmax /
+ * _safe_softmax, threshold(_backward), gelu, hardshrink and softshrink.
+ * Layout shared by the first group: attrs[0] is the compute dtype (float32 for
  * half inputs, as CPU's kernels use opmath); in[] holds the tensor operands
  * in schema order, then the op's numeric parameters as 0-d runtime scalars
  * (so a new slope or beta does not recompile). Every operand is converted
@@ -9,6 +11,9 @@
  * follow CPU's kernels branch for branch, so NaN and the boundary points
  * (x == threshold) take the same side as on CPU. */
 #include "ops/ops.h"
+#include "ops/lower_util.h"
+#include <math.h>
+#include "hlo/sort.h"
 
 typedef struct {
   tpj_hlo_builder_t* b;
@@ -249,4 +254,366 @@ void tpj_lower_log_sigmoid_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
   tpj_hlo_value_t q = DIV(z, ADD(C(1.0), z));
   tpj_act_done(&a, MUL(g, SUB(SEL(neg, C(1.0), C(0.0)), MUL(SEL(neg, C(1.0), C(-1.0)), q))),
                results);
+}
+
+#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
+#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
+#define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
+#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
+
+/* ---- glu, prelu ------------------------------------------------------------ */
+
+/* glu's halves a and b of x along dim, in the compute dtype cd. */
+static void halves(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, tpj_dtype_t cd,
+                   tpj_hlo_value_t* lo_half, tpj_hlo_value_t* hi_half) {
+  int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+  for (int d = 0; d < x.ndim; ++d) hi[d] = x.dims[d], st[d] = 1;
+  int64_t h = x.dims[dim] / 2;
+  hi[dim] = h;
+  *lo_half = tpj_hlo_emit_convert(b, tpj_hlo_emit_slice(b, x, lo, hi, st), cd);
+  lo[dim] = h;
+  hi[dim] = 2 * h;
+  *hi_half = tpj_hlo_emit_convert(b, tpj_hlo_emit_slice(b, x, lo, hi, st), cd);
+}
+
+/* aten::glu: attrs[0] compute dtype (float32 for half types, as CPU's
+ * kernel computes), attrs[1] dim (wrapped). a * sigmoid(b). */
+void tpj_lower_glu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 1, 2, 1, "glu")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x, y;
+  halves(b, ctx->in[0], (int)ctx->attrs[1], (tpj_dtype_t)ctx->attrs[0], &x, &y);
+  tpj_hlo_value_t r = MUL(x, tpj_hlo_emit_unary(b, "stablehlo.logistic", y));
+  results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
+}
+
+/* aten::glu_backward(grad, self, dim): attrs as glu. The gradient of a is
+ * grad * sigmoid(b), of b grad * a * sigmoid(b) * (1 - sigmoid(b)). */
+void tpj_lower_glu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 2, 2, 1, "glu_backward")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  int dim = (int)ctx->attrs[1];
+  tpj_hlo_value_t x, y;
+  halves(b, ctx->in[1], dim, cd, &x, &y);
+  tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t sig = tpj_hlo_emit_unary(b, "stablehlo.logistic", y);
+  tpj_hlo_value_t ga = MUL(sig, g);
+  tpj_hlo_value_t gb = MUL(MUL(SUB(tpj_ops_full_like(b, sig, cd, 1.0), sig), sig), MUL(x, g));
+  tpj_hlo_value_t parts[2] = {ga, gb};
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_concatenate(b, parts, 2, dim),
+                                    ctx->outs[0].dtype);
+}
+
+/* aten::_prelu_kernel(self, weight): self > 0 ? self : weight * self, in
+ * the output dtype (CPU's kernel computes in it too), weight broadcast. */
+void tpj_lower_prelu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 2, 0, 1, "_prelu_kernel")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t w = tpj_ops_cast_to(b, ctx->in[1], o->dtype, o->dims, o->ndim);
+  results[0] = SEL(CMP(x, tpj_ops_full_like(b, x, x.dtype, 0.0), "GT"), x, MUL(w, x));
+}
+
+/* aten::_prelu_kernel_backward(grad, self, weight): both gradients over
+ * the broadcast shape (autograd sums the weight's): grad_self is
+ * self > 0 ? grad : weight * grad, grad_weight self > 0 ? 0 : self * grad. */
+void tpj_lower_prelu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 3, 0, 2, "_prelu_kernel_backward")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t g = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[1], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t w = tpj_ops_cast_to(b, ctx->in[2], o->dtype, o->dims, o->ndim);
+  tpj_hlo_value_t pos = CMP(x, tpj_ops_full_like(b, x, x.dtype, 0.0), "GT");
+  results[0] = SEL(pos, g, MUL(w, g));
+  results[1] = SEL(pos, tpj_ops_full_like(b, x, x.dtype, 0.0), MUL(x, g));
+}
+
+/* reduce x over dim d and broadcast the result back to x's dims */
+static tpj_hlo_value_t tpj_reduce_keep(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int64_t d,
+                                       int is_max) {
+  tpj_hlo_value_t init = is_max ? tpj_hlo_emit_extreme(b, x.dtype, 0) : tpj_hlo_emit_zero(b, x.dtype);
+  tpj_hlo_value_t r = tpj_hlo_emit_reduce(b, x, init, &d, 1, is_max ? "stablehlo.maximum"
+                                                                     : "stablehlo.add");
+  int64_t bdims[TPJ_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < x.ndim; ++i)
+    if (i != d) bdims[n++] = i;
+  return tpj_hlo_emit_broadcast_in_dim(b, r, x.dims, x.ndim, bdims);
+}
+
+static int tpj_softmax_args(tpj_op_ctx_t* ctx, int nin, tpj_dtype_t* cd, int64_t* d) {
+  if (ctx->nin < nin || ctx->nattrs < 2) {
+    tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "softmax: bad operands"));
+    return 0;
+  }
+  *cd = (tpj_dtype_t)ctx->attrs[0];
+  *d = ctx->attrs[1];
+  return 1;
+}
+
+/* kind: 0 softmax, 1 log_softmax, 2 _safe_softmax (softmax, but a row whose
+ * elements are all -inf gives zeros, as scaled_dot_product_attention's math
+ * path wants for fully masked rows). */
+static void tpj_lower_softmax_common(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int kind) {
+  int log = kind == 1;
+  tpj_dtype_t cd;
+  int64_t d;
+  if (!tpj_softmax_args(ctx, 1, &cd, &d)) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  if (x.ndim == 0) {
+    /* softmax of a scalar is 1, log_softmax 0, and NaN for an infinite or NaN
+     * scalar as on CPU (its x - max(x) is inf - inf): x - x gives both. */
+    tpj_hlo_value_t v = tpj_hlo_emit_binary(b, "stablehlo.subtract", x, x);
+    if (!log) v = tpj_hlo_emit_unary(b, "stablehlo.exponential", v);
+    results[0] = tpj_hlo_emit_convert(b, v, ctx->outs[0].dtype);
+    return;
+  }
+  tpj_hlo_value_t m = tpj_reduce_keep(b, x, d, 1);
+  /* an all -inf row: subtract 0 instead of -inf, so the row gives NaN/-inf
+   * like PyTorch rather than NaN from (-inf) - (-inf) everywhere */
+  tpj_hlo_value_t finite = tpj_hlo_emit_compare(
+      b, m, tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_extreme(b, cd, 0), m.dims, m.ndim), "NE");
+  m = tpj_hlo_emit_select(b, finite, m,
+                          tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), m.dims, m.ndim));
+  tpj_hlo_value_t shifted = tpj_hlo_emit_binary(b, "stablehlo.subtract", x, m);
+  tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "stablehlo.exponential", shifted);
+  tpj_hlo_value_t s = tpj_reduce_keep(b, e, d, 0);
+  tpj_hlo_value_t r = log ? tpj_hlo_emit_binary(b, "stablehlo.subtract", shifted,
+                                                tpj_hlo_emit_unary(b, "stablehlo.log", s))
+                          : tpj_hlo_emit_binary(b, "stablehlo.divide", e, s);
+  if (kind == 2) {
+    /* The sum is 0 exactly for an all -inf row: its max was replaced by 0
+     * above, so every exp is 0. Any other row has an exp(0) = 1 term, or a
+     * NaN (a NaN or +inf element), and keeps softmax's value. This needs no
+     * second reduction, unlike testing every element against -inf. */
+    tpj_hlo_value_t z = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), r.dims, r.ndim);
+    r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, s, z, "EQ"), z, r);
+  }
+  results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
+}
+
+void tpj_lower_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_lower_softmax_common(ctx, r, 0); }
+void tpj_lower_log_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_softmax_common(ctx, r, 1);
+}
+void tpj_lower_safe_softmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_softmax_common(ctx, r, 2);
+}
+
+/* in[0] grad_output, in[1] output (of softmax / log_softmax) */
+static void tpj_lower_softmax_bwd_common(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int log) {
+  tpj_dtype_t cd;
+  int64_t d;
+  if (!tpj_softmax_args(ctx, 2, &cd, &d)) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t y = tpj_hlo_emit_convert(b, ctx->in[1], cd);
+  tpj_hlo_value_t r;
+  if (g.ndim == 0) {
+    r = log ? tpj_hlo_emit_binary(b, "stablehlo.subtract", g,
+                                  tpj_hlo_emit_binary(b, "stablehlo.multiply",
+                                                      tpj_hlo_emit_unary(b, "stablehlo.exponential", y), g))
+            : tpj_hlo_emit_binary(b, "stablehlo.multiply", y,
+                                  tpj_hlo_emit_binary(b, "stablehlo.subtract", g,
+                                                      tpj_hlo_emit_binary(b, "stablehlo.multiply", g, y)));
+  } else if (log) {
+    /* g - exp(y) * sum(g) */
+    tpj_hlo_value_t s = tpj_reduce_keep(b, g, d, 0);
+    r = tpj_hlo_emit_binary(b, "stablehlo.subtract", g,
+                            tpj_hlo_emit_binary(b, "stablehlo.multiply",
+                                                tpj_hlo_emit_unary(b, "stablehlo.exponential", y), s));
+  } else {
+    /* y * (g - sum(g * y)) */
+    tpj_hlo_value_t s = tpj_reduce_keep(b, tpj_hlo_emit_binary(b, "stablehlo.multiply", g, y), d, 0);
+    r = tpj_hlo_emit_binary(b, "stablehlo.multiply", y,
+                            tpj_hlo_emit_binary(b, "stablehlo.subtract", g, s));
+  }
+  results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
+}
+
+void tpj_lower_softmax_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_softmax_bwd_common(ctx, r, 0);
+}
+void tpj_lower_log_softmax_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
+  tpj_lower_softmax_bwd_common(ctx, r, 1);
+}
+
+/* threshold_backward: in[0] grad, in[1] self, in[2] threshold (0-d);
+ * grad where self > threshold, else 0. attrs[0] compute dtype. */
+void tpj_lower_threshold_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (ctx->nin < 3 || ctx->nattrs < 1) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "threshold_backward: bad operands"));
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t g = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  tpj_hlo_value_t t = tpj_ops_cast_to(b, ctx->in[2], cd, o->dims, o->ndim);
+  tpj_hlo_value_t z = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), o->dims, o->ndim);
+  tpj_hlo_value_t r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, t, "LE"), z, g);
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+/* ---- gelu ---------------------------------------------------------------
+ * attrs[0] compute dtype, attrs[1] 1 for approximate="tanh". gelu: in[0] x;
+ * gelu_backward: in[0] grad, in[1] x. */
+
+static tpj_hlo_value_t tpj_c(tpj_hlo_builder_t* b, tpj_dtype_t dt, double v, const tpj_hlo_value_t* like) {
+  return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, dt, v), like->dims, like->ndim);
+}
+
+#define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
+#define TPJ_ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
+#define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
+
+static const double kSqrt1_2 = 0.70710678118654752440;   /* 1/sqrt(2) */
+static const double kSqrt2_Pi = 0.79788456080286535588;  /* sqrt(2/pi) */
+static const double kInvSqrt2Pi = 0.39894228040143267794; /* 1/sqrt(2*pi) */
+static const double kGeluC = 0.044715;
+
+/* tanh(sqrt(2/pi) * (x + c x^3)) */
+static tpj_hlo_value_t tpj_gelu_tanh_inner(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  tpj_hlo_value_t x3 = TPJ_MUL(TPJ_MUL(x, x), x);
+  tpj_hlo_value_t in = TPJ_MUL(tpj_c(b, x.dtype, kSqrt2_Pi, &x),
+                               TPJ_ADD(x, TPJ_MUL(tpj_c(b, x.dtype, kGeluC, &x), x3)));
+  return tpj_hlo_emit_unary(b, "stablehlo.tanh", in);
+}
+
+void tpj_lower_gelu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nin < 1 || ctx->nattrs < 2) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "gelu: bad operands"));
+    return;
+  }
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[0]);
+  tpj_hlo_value_t cdf;
+  if (ctx->attrs[1]) {
+    cdf = TPJ_MUL(tpj_c(b, x.dtype, 0.5, &x), TPJ_ADD(tpj_c(b, x.dtype, 1.0, &x),
+                                                       tpj_gelu_tanh_inner(b, x)));
+  } else {
+    tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "chlo.erf", TPJ_MUL(x, tpj_c(b, x.dtype, kSqrt1_2, &x)));
+    cdf = TPJ_MUL(tpj_c(b, x.dtype, 0.5, &x), TPJ_ADD(tpj_c(b, x.dtype, 1.0, &x), e));
+  }
+  results[0] = tpj_hlo_emit_convert(b, TPJ_MUL(x, cdf), ctx->outs[0].dtype);
+}
+
+void tpj_lower_gelu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (ctx->nin < 2 || ctx->nattrs < 2) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "gelu_backward: bad operands"));
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t g = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  tpj_hlo_value_t d;
+  if (ctx->attrs[1]) {
+    /* 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 c x^2) */
+    tpj_hlo_value_t t = tpj_gelu_tanh_inner(b, x);
+    tpj_hlo_value_t one = tpj_c(b, cd, 1.0, &x), half = tpj_c(b, cd, 0.5, &x);
+    tpj_hlo_value_t left = TPJ_MUL(half, TPJ_ADD(one, t));
+    tpj_hlo_value_t dinner = TPJ_MUL(tpj_c(b, cd, kSqrt2_Pi, &x),
+                                     TPJ_ADD(one, TPJ_MUL(tpj_c(b, cd, 3.0 * kGeluC, &x), TPJ_MUL(x, x))));
+    tpj_hlo_value_t right = TPJ_MUL(TPJ_MUL(half, x), TPJ_MUL(TPJ_SUB(one, TPJ_MUL(t, t)), dinner));
+    d = TPJ_ADD(left, right);
+  } else {
+    /* Phi(x) + x phi(x) */
+    tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "chlo.erf", TPJ_MUL(x, tpj_c(b, cd, kSqrt1_2, &x)));
+    tpj_hlo_value_t cdf = TPJ_MUL(tpj_c(b, cd, 0.5, &x), TPJ_ADD(tpj_c(b, cd, 1.0, &x), e));
+    tpj_hlo_value_t pdf = TPJ_MUL(tpj_c(b, cd, kInvSqrt2Pi, &x),
+                                  tpj_hlo_emit_unary(b, "stablehlo.exponential",
+                                                     TPJ_MUL(tpj_c(b, cd, -0.5, &x), TPJ_MUL(x, x))));
+    d = TPJ_ADD(cdf, TPJ_MUL(x, pdf));
+  }
+  results[0] = tpj_hlo_emit_convert(b, TPJ_MUL(g, d), o->dtype);
+}
+
+#define TPJ_ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
+#define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
+
+/* |x| <= lambd as CPU tests it: x >= -lambd && x <= lambd (false for NaN) */
+static tpj_hlo_value_t tpj_shrink_inside(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t l) {
+  tpj_hlo_value_t nl = tpj_hlo_emit_unary(b, "stablehlo.negate", l);
+  return tpj_hlo_emit_binary(b, "stablehlo.and", tpj_hlo_emit_compare(b, x, nl, "GE"),
+                             tpj_hlo_emit_compare(b, x, l, "LE"));
+}
+
+/* hardshrink: in[0] x, in[1] lambd; attrs[0] compute dtype. 0 inside. */
+void tpj_lower_hardshrink(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nin < 2 || ctx->nattrs < 1) {
+    tpj_ops_fail_operands(ctx, "hardshrink");
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t l = tpj_ops_fill_like(b, tpj_hlo_emit_convert(b, ctx->in[1], cd), &x);
+  tpj_hlo_value_t z = tpj_ops_fill_like(b, tpj_hlo_emit_zero(b, cd), &x);
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_select(b, tpj_shrink_inside(b, x, l), z, x),
+                                    ctx->outs[0].dtype);
+}
+
+/* hardshrink_backward and softshrink_backward: in[0] grad, in[1] x,
+ * in[2] lambd; grad where x < -lambd or x > lambd, else 0 (0 for a NaN x,
+ * as CPU). */
+void tpj_lower_shrink_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (ctx->nin < 3 || ctx->nattrs < 1) {
+    tpj_ops_fail_operands(ctx, "shrink_backward");
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t g = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  tpj_hlo_value_t l = tpj_ops_fill_like(b, tpj_hlo_emit_convert(b, ctx->in[2], cd), &x);
+  tpj_hlo_value_t z = tpj_ops_fill_like(b, tpj_hlo_emit_zero(b, cd), &x);
+  tpj_hlo_value_t out = tpj_hlo_emit_binary(
+      b, "stablehlo.or", tpj_hlo_emit_compare(b, x, tpj_hlo_emit_unary(b, "stablehlo.negate", l), "LT"),
+      tpj_hlo_emit_compare(b, x, l, "GT"));
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_select(b, out, g, z), o->dtype);
+}
+
+/* softshrink: in[0] x, in[1] lambd; attrs[0] compute dtype.
+ * x - lambd above, x + lambd below, +0 between; NaN stays NaN (as CPU). */
+void tpj_lower_softshrink(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nin < 2 || ctx->nattrs < 1) {
+    tpj_ops_fail_operands(ctx, "softshrink");
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t l = tpj_ops_fill_like(b, tpj_hlo_emit_convert(b, ctx->in[1], cd), &x);
+  tpj_hlo_value_t nl = tpj_hlo_emit_unary(b, "stablehlo.negate", l);
+  tpj_hlo_value_t r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, x, "NE"), x,
+                                         tpj_ops_fill_like(b, tpj_hlo_emit_zero(b, cd), &x));
+  r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, nl, "LT"), TPJ_ADD(x, l), r);
+  r = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, l, "GT"), TPJ_SUB(x, l), r);
+  results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
+}
+
+/* threshold: in[0] x, in[1] threshold, in[2] value; attrs[0] compute dtype
+ * (float32 for half x: CPU compares with the unrounded threshold). value
+ * where x <= threshold, else x. */
+void tpj_lower_threshold(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (ctx->nin < 3 || ctx->nattrs < 1) {
+    tpj_ops_fail_operands(ctx, "threshold");
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t t = tpj_ops_fill_like(b, tpj_hlo_emit_convert(b, ctx->in[1], cd), &x);
+  tpj_hlo_value_t v = tpj_ops_fill_like(b, tpj_hlo_emit_convert(b, ctx->in[2], cd), &x);
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, t, "LE"), v, x),
+                                    o->dtype);
 }

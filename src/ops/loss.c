@@ -1,11 +1,14 @@
-/* ops/loss: nll_loss forward and backward (cross_entropy is log_softmax +
- * nll_loss). The class of each row is picked with a one-hot comparison
+/* ops/loss: nll_loss and nll_loss2d, forward and backward (cross_entropy
+ * is log_softmax + nll_loss); the pointwise losses are in
+ * ops/loss_pointwise.c, the margin losses in ops/loss_margin.c. The class of each row is picked with a one-hot comparison
  * against an iota rather than a gather, so ignore_index (which may lie
  * outside [0, C)) simply matches nothing. Targets out of range are rejected
  * by the glue on the host first.
  * attrs: [0] compute dtype, [1] reduction (0 none, 1 mean, 2 sum),
  *        [2] ignore_index, [3] has weight. */
 #include "ops/ops.h"
+#include "ops/lower_util.h"
+#include <math.h>
 
 typedef struct {
   tpj_hlo_value_t x;      /* (N, C) in the compute dtype */
@@ -104,4 +107,53 @@ void tpj_lower_nll_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t r = tpj_hlo_emit_select(b, p.hot, full, zero);
   results[0] = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype),
                                     ctx->outs[0].dims, ctx->outs[0].ndim);
+}
+
+/* ---- nll_loss2d -----------------------------------------------------------
+ * self (N, C, H, W), target (N, H, W): the class dim moves last and the rest
+ * flattens to rows, which is nll_loss on (N*H*W, C). attrs as nll_loss. */
+
+static tpj_hlo_value_t tpj_nll2d_rows(tpj_hlo_builder_t* b, tpj_hlo_value_t self) {
+  int64_t perm[4] = {0, 2, 3, 1};
+  tpj_hlo_value_t t = tpj_hlo_emit_transpose(b, self, perm);
+  int64_t rows[2] = {self.dims[0] * self.dims[2] * self.dims[3], self.dims[1]};
+  return tpj_hlo_emit_reshape(b, t, rows, 2);
+}
+
+static tpj_hlo_value_t tpj_nll2d_flat(tpj_hlo_builder_t* b, tpj_hlo_value_t target) {
+  int64_t n = tpj_hlo_numel(&target);
+  return tpj_hlo_emit_reshape(b, target, &n, 1);
+}
+
+/* in[0] self, in[1] target, [in[2] weight]; outs: output, total_weight */
+void tpj_lower_nll_loss2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (ctx->nin < 2 || ctx->in[0].ndim != 4) {
+    tpj_ops_fail_operands(ctx, "nll_loss2d_forward");
+    return;
+  }
+  tpj_op_ctx_t c = *ctx;
+  c.in[0] = tpj_nll2d_rows(ctx->b, ctx->in[0]);
+  c.in[1] = tpj_nll2d_flat(ctx->b, ctx->in[1]);
+  tpj_lower_nll_loss(&c, results);
+}
+
+/* in[0] grad_output, in[1] self, in[2] target, in[3] total_weight,
+ * [in[4] weight]; out: grad_input like self */
+void tpj_lower_nll_loss2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nin < 4 || ctx->in[1].ndim != 4 || ctx->nouts < 1 || ctx->outs[0].ndim != 4) {
+    tpj_ops_fail_operands(ctx, "nll_loss2d_backward");
+    return;
+  }
+  tpj_op_ctx_t c = *ctx;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  c.in[0] = tpj_nll2d_flat(b, ctx->in[0]);
+  c.in[1] = tpj_nll2d_rows(b, ctx->in[1]);
+  c.in[2] = tpj_nll2d_flat(b, ctx->in[2]);
+  /* the rows' gradient, laid out (N, H, W, C) before the class dim moves back */
+  int64_t nhwc[4] = {o->dims[0], o->dims[2], o->dims[3], o->dims[1]};
+  for (int i = 0; i < 4; ++i) c.outs[0].dims[i] = nhwc[i];
+  tpj_lower_nll_loss_backward(&c, results);
+  int64_t perm[4] = {0, 3, 1, 2};
+  results[0] = tpj_hlo_emit_transpose(b, results[0], perm);
 }

@@ -1,4 +1,4 @@
-/* ops/norm: batch norm and group norm, forward and backward. Statistics
+/* ops/norm: batch norm, group norm and layer norm, forward and backward. Statistics
  * are computed in the compute dtype attrs[0] (float32 for half inputs, as
  * CPU's kernels accumulate), with the two-pass (x - mean)^2 variance; eps
  * and momentum are 0-d runtime scalars so changing them never recompiles.
@@ -296,6 +296,117 @@ void tpj_lower_group_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
     tpj_hlo_value_t v = k == 0 ? MUL(g, xhat) : g;
     v = tpj_norm_sum(b, tpj_hlo_emit_reshape(b, v, s.ncs, 3), red, 2);
     results[out] = tpj_bn_out(b, v, &ctx->outs[out]);
+    out++;
+  }
+}
+
+#define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
+#define TPJ_ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
+#define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
+
+/* ---- layer norm ---------------------------------------------------------
+ * attrs[0] compute dtype, attrs[1] the first normalized axis, attrs[2]
+ * has weight, attrs[3] has bias.
+ * forward: in[0] x, [weight], [bias], then eps (0-d); outs: y, mean, rstd.
+ * backward: in[0] grad_out, in[1] x, in[2] mean, in[3] rstd, [weight];
+ * attrs[4..6] the output mask; outs: the masked-in grads in order. */
+
+static int tpj_ln_axes(const tpj_hlo_value_t* x, int64_t axis, int64_t* axes) {
+  int n = 0;
+  for (int64_t d = axis; d < x->ndim; ++d) axes[n++] = d;
+  return n;
+}
+
+/* mean over the normalized axes, broadcast back to x */
+static tpj_hlo_value_t tpj_ln_mean(tpj_hlo_builder_t* b, tpj_hlo_value_t x, const int64_t* axes,
+                                   int n) {
+  int64_t count = 1;
+  for (int i = 0; i < n; ++i) count *= x.dims[axes[i]];
+  tpj_hlo_value_t s = tpj_hlo_emit_reduce(b, x, tpj_hlo_emit_zero(b, x.dtype), axes, n, "stablehlo.add");
+  s = tpj_hlo_emit_binary(b, "stablehlo.divide", s,
+                          tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, x.dtype, (double)count),
+                                                    s.dims, s.ndim));
+  int64_t bdims[TPJ_MAX_DIMS];
+  for (int i = 0; i < s.ndim; ++i) bdims[i] = i;
+  return tpj_hlo_emit_broadcast_in_dim(b, s, x.dims, x.ndim, bdims);
+}
+
+/* the stats' shape: x's batch dims, then 1 for each normalized dim */
+static tpj_hlo_value_t tpj_ln_stat(tpj_hlo_builder_t* b, tpj_hlo_value_t full, const tpj_rt_shape_t* o,
+                                   int64_t axis) {
+  int64_t st[TPJ_MAX_DIMS], li[TPJ_MAX_DIMS], sd[TPJ_MAX_DIMS];
+  for (int i = 0; i < full.ndim; ++i) {
+    st[i] = 0;
+    li[i] = i < axis ? full.dims[i] : 1;
+    sd[i] = 1;
+  }
+  tpj_hlo_value_t s = tpj_hlo_emit_slice(b, full, st, li, sd);
+  return tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, s, o->dims, o->ndim), o->dtype);
+}
+
+void tpj_lower_layer_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nattrs < 4 || ctx->nouts < 3 ||
+      ctx->nin < 2 + (ctx->attrs[2] != 0) + (ctx->attrs[3] != 0)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_layer_norm: bad operands"));
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  int64_t axis = ctx->attrs[1];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  int next = 1;
+  tpj_hlo_value_t w = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}}, bias = w;
+  if (ctx->attrs[2]) w = ctx->in[next++];
+  if (ctx->attrs[3]) bias = ctx->in[next++];
+  tpj_hlo_value_t eps = tpj_hlo_emit_convert(b, ctx->in[next], cd);
+  int64_t axes[TPJ_MAX_DIMS];
+  int n = tpj_ln_axes(&x, axis, axes);
+  tpj_hlo_value_t mean = tpj_ln_mean(b, x, axes, n);
+  tpj_hlo_value_t xc = TPJ_SUB(x, mean);
+  tpj_hlo_value_t var = tpj_ln_mean(b, TPJ_MUL(xc, xc), axes, n);
+  tpj_hlo_value_t rstd = tpj_hlo_emit_unary(
+      b, "stablehlo.rsqrt", TPJ_ADD(var, tpj_hlo_emit_broadcast_to(b, eps, var.dims, var.ndim)));
+  tpj_hlo_value_t y = TPJ_MUL(xc, rstd);
+  if (ctx->attrs[2]) y = TPJ_MUL(y, tpj_ops_cast_to(b, w, cd, x.dims, x.ndim));
+  if (ctx->attrs[3]) y = TPJ_ADD(y, tpj_ops_cast_to(b, bias, cd, x.dims, x.ndim));
+  results[0] = tpj_hlo_emit_convert(b, y, ctx->outs[0].dtype);
+  results[1] = tpj_ln_stat(b, mean, &ctx->outs[1], axis);
+  results[2] = tpj_ln_stat(b, rstd, &ctx->outs[2], axis);
+}
+
+void tpj_lower_layer_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nattrs < 7 || ctx->nin < 4 + (ctx->attrs[2] != 0)) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_layer_norm_backward: bad operands"));
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  int64_t axis = ctx->attrs[1];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[1], cd);
+  tpj_hlo_value_t go = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t mean = tpj_ops_cast_to(b, ctx->in[2], cd, x.dims, x.ndim);
+  tpj_hlo_value_t rstd = tpj_ops_cast_to(b, ctx->in[3], cd, x.dims, x.ndim);
+  tpj_hlo_value_t xhat = TPJ_MUL(TPJ_SUB(x, mean), rstd);
+  int64_t axes[TPJ_MAX_DIMS], batch[TPJ_MAX_DIMS];
+  int n = tpj_ln_axes(&x, axis, axes);
+  for (int64_t i = 0; i < axis; ++i) batch[i] = i;
+  int out = 0;
+  if (ctx->attrs[4]) {
+    tpj_hlo_value_t g = go;
+    if (ctx->attrs[2]) g = TPJ_MUL(g, tpj_ops_cast_to(b, ctx->in[4], cd, x.dims, x.ndim));
+    /* rstd * (g - mean(g) - xhat * mean(g * xhat)) */
+    tpj_hlo_value_t gi = TPJ_MUL(rstd, TPJ_SUB(TPJ_SUB(g, tpj_ln_mean(b, g, axes, n)),
+                                               TPJ_MUL(xhat, tpj_ln_mean(b, TPJ_MUL(g, xhat), axes, n))));
+    results[out] = tpj_hlo_emit_convert(b, gi, ctx->outs[out].dtype);
+    out++;
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (!ctx->attrs[5 + k]) continue;
+    tpj_hlo_value_t v = k == 0 ? TPJ_MUL(go, xhat) : go;
+    v = tpj_hlo_emit_reduce(b, v, tpj_hlo_emit_zero(b, cd), batch, (int)axis, "stablehlo.add");
+    results[out] = tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, v, ctx->outs[out].dims,
+                                                                 ctx->outs[out].ndim),
+                                        ctx->outs[out].dtype);
     out++;
   }
 }

@@ -105,8 +105,8 @@ void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
-/* norm family: batch/group norm (norm.c), activations (activation.c),
- * pointwise losses (pointwise_loss.c). */
+/* batch/group/layer norm (norm.c), activations (activation.c), pointwise
+ * losses (loss_pointwise.c). */
 void tpj_lower_silu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_silu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_hardtanh(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -139,7 +139,7 @@ void tpj_lower_huber_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_huber_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_binary_cross_entropy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_binary_cross_entropy_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* conv family (ops/conv.c): convolution and 2-D pooling */
+/* convolution and 2-D pooling (ops/conv.c) */
 void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_convolution_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_max_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -151,7 +151,8 @@ void tpj_lower_adaptive_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* 
 /* upsample (ops/upsample.c): every upsample_* overload and its backward. */
 void tpj_lower_upsample(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_upsample_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* Sorting, selection, scans and statistics (ops/sort.c, ops/stats.c). */
+/* Sorting, selection, scans (ops/sort.c) and statistics
+ * (ops/reduction_stats.c). */
 /* r (x reduced over rdims, sorted) broadcast back to x's dims. */
 tpj_hlo_value_t tpj_ops_unreduce(tpj_hlo_builder_t* b, tpj_hlo_value_t r, const int64_t* dims,
                                  int ndim, const int64_t* rdims, int nrdims);
@@ -185,7 +186,7 @@ void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_native_dropout_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_multinomial(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* math family (src/ops/math.c) */
+/* more pointwise math (ops/pointwise.c) */
 void tpj_lower_erf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_erfc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_erfinv(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -226,7 +227,7 @@ void tpj_lower_remainder(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_div_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_hypot(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
-/* creation and shape family (src/ops/create.c) */
+/* creation (ops/create.c) and shape ops (ops/shape.c) */
 void tpj_lower_eye(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_arange(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_linspace(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -236,7 +237,7 @@ void tpj_lower_flip(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_roll(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_constant_pad_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_edge_pad(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* Indexing by tensors (ops/gather.c). */
+/* Indexing by tensors (ops/index_gather.c). */
 void tpj_lower_gather(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_scatter(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -248,17 +249,17 @@ void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* GradScaler's unscale and scale update (ops/amp.c). */
 void tpj_lower_amp_unscale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_amp_update_scale(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* Ops Hugging Face models reach: isin, histc, _grouped_mm (ops/hf.c). */
+/* isin (ops/sort.c), histc (ops/reduction.c), _grouped_mm (ops/linalg.c). */
 void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* One parameter's fused Adam/AdamW step (ops/fused_adam.c). */
+/* One parameter's fused Adam/AdamW step (ops/optim.c). */
 void tpj_lower_fused_adam(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* _fft_c2c, _fft_r2c, _fft_c2r: torch.fft and stft (ops/fft.c). */
 void tpj_lower_fft_c2c(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_fft_c2r(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_fft_r2c(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* Matrix decompositions and solves (ops/decomp.c). */
+/* Matrix decompositions and solves (ops/linalg_decomp.c). */
 void tpj_lower_cholesky_inverse(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_cholesky_solve_helper(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_geqrf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -294,7 +295,7 @@ void tpj_lower_special_modified_bessel_i1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* re
 void tpj_lower_special_ndtri(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_erfcx(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_log_ndtr(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* the orthogonal polynomials (src/ops/orthopoly.c); attrs[1] names which */
+/* the orthogonal polynomials (ops/special_orthopoly.c); attrs[1] names which */
 void tpj_lower_orthopoly(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_airy_ai(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_modified_bessel_k0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -307,7 +308,7 @@ void tpj_lower_special_bessel_y0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_bessel_y1(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_special_spherical_bessel_j0(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
-/* misc pointwise ops (ops/misc.c) */
+/* more pointwise ops (ops/pointwise.c); cummax/cummin (ops/sort.c) */
 void tpj_lower_signbit(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_copysign(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_fmax(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -321,8 +322,8 @@ void tpj_lower_complex(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_polar(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_frexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* nn2 family (ops/nn2.c): nll_loss2d, pad backward, shrink/logit/threshold,
- * channel_shuffle. */
+/* nll_loss2d (ops/loss.c), pad backward and channel_shuffle (ops/shape.c),
+ * shrink/threshold (ops/activation.c), logit (ops/special.c). */
 void tpj_lower_nll_loss2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nll_loss2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_edge_pad_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -350,33 +351,35 @@ void tpj_lower_col2im(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_unfold_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_max_unpool(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
-/* margin losses (ops/margin.c) */
+/* margin losses (ops/loss_margin.c) */
 void tpj_lower_multi_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_multi_margin_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_multilabel_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_multilabel_margin_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
-/* p-norm distances (ops/dist.c) */
+/* p-norm distances (ops/distance.c) */
 void tpj_lower_cdist(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_cdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_pdist(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_pdist_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
-/* bicubic upsampling (ops/cubic.c) */
+/* bicubic upsampling (ops/upsample_bicubic.c) */
 void tpj_lower_upsample_bicubic(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_upsample_bicubic_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
-/* sampling (ops/sampling.c, ops/grid_sampler.c): antialiased resizing and
- * the grid samplers */
+/* antialiased resizing (ops/upsample_aa.c) and the grid samplers
+ * (ops/sampling.c) */
 void tpj_lower_upsample_aa(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_upsample_aa_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_grid_sampler(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_grid_sampler_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* regularized incomplete gamma (ops/igamma.c) */
+/* regularized incomplete gamma (ops/special_igamma.c) */
 void tpj_lower_igamma(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
-/* odds and ends (ops/misc2.c): cross, nanmedian, mode, unique_consecutive,
- * glu, prelu, gcd/lcm, tril/triu_indices, segment_reduce, complex scans,
- * bincount, matrix_exp */
+/* linalg_cross and matrix_exp (ops/linalg.c); nanmedian, mode,
+ * unique_consecutive, complex scans and the sort order key (ops/sort.c);
+ * glu and prelu (ops/activation.c); gcd/lcm (ops/pointwise.c);
+ * tril/triu_indices (ops/create.c); segment_reduce and bincount
+ * (ops/reduction.c). */
 tpj_hlo_value_t tpj_ops_order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
 void tpj_lower_prelu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_prelu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

@@ -1,5 +1,6 @@
-/* ops/sort: sort, topk, kthvalue, median, argmax/argmin, max/min with
- * indices, and the scans cumsum, cumprod, logcumsumexp. Indices are int64.
+/* ops/sort: sort, topk, kthvalue, median, nanmedian, mode, argmax/argmin,
+ * max/min with indices, unique_consecutive, isin, and the scans cumsum,
+ * cumprod, logcumsumexp, cummax/cummin and complex cumsum/cumprod. Indices are int64.
  * PyTorch's orders hold: NaN is the largest value, sorting is stable, and
  * max/min/argmax/argmin pick the first extreme (the first NaN when there is
  * one). Output dtypes and dims are PyTorch's (ctx->outs); a 0-d operand is
@@ -8,6 +9,8 @@
 
 #include "hlo/sort.h"
 #include "ops/ops.h"
+#include "ops/lower_util.h"
+#include "ops/sugar.h"
 
 static int need(tpj_op_ctx_t* ctx, int nin, int nattrs, const char* op) {
   if (ctx->nin >= nin && ctx->nattrs >= nattrs) return 1;
@@ -72,7 +75,7 @@ static tpj_hlo_value_t order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
   return tpj_dtype_is_float(x.dtype) ? float_key(b, x) : sortable(b, x);
 }
 
-/* Exported for src/ops/misc2.c (nanmedian, mode): the same keys, so those
+/* Exported for nanmedian and mode (below): the same keys, so those
  * orders agree with sort's. */
 tpj_hlo_value_t tpj_ops_order_key(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
   return order_key(b, x);
@@ -271,4 +274,383 @@ void tpj_lower_cumsum(tpj_op_ctx_t* c, tpj_hlo_value_t* r) { lower_scan(c, r, TP
 void tpj_lower_cumprod(tpj_op_ctx_t* c, tpj_hlo_value_t* r) { lower_scan(c, r, TPJ_HLO_SCAN_MUL); }
 void tpj_lower_logcumsumexp(tpj_op_ctx_t* c, tpj_hlo_value_t* r) {
   lower_scan(c, r, TPJ_HLO_SCAN_LOGADDEXP);
+}
+
+#define ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
+#define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
+#define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
+#define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
+#define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
+
+/* The integer holding x's bits (floats), x as u8 (bool), or x itself. */
+static tpj_hlo_value_t as_bits(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  if (x.dtype == TPJ_BOOL) return tpj_hlo_emit_convert(b, x, TPJ_U8);
+  if (!tpj_dtype_is_float(x.dtype)) return x;
+  tpj_dtype_t it = x.dtype == TPJ_F64 ? TPJ_I64 : x.dtype == TPJ_F32 ? TPJ_I32 : TPJ_I16;
+  return tpj_hlo_emit_bitcast_convert(b, x, it, x.dims, x.ndim);
+}
+
+static tpj_hlo_value_t from_bits(tpj_hlo_builder_t* b, tpj_hlo_value_t bits, tpj_dtype_t dt) {
+  if (dt == TPJ_BOOL) return tpj_hlo_emit_convert(b, bits, TPJ_BOOL);
+  if (!tpj_dtype_is_float(dt)) return bits;
+  return tpj_hlo_emit_bitcast_convert(b, bits, dt, bits.dims, bits.ndim);
+}
+
+/* The element of x where mask (one true per slice along dim) holds, bit
+ * exact: the bits are summed with zeros, so no float arithmetic touches
+ * the value. The result drops dim. */
+static tpj_hlo_value_t pick(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t mask,
+                            int dim) {
+  tpj_hlo_value_t bits = as_bits(b, x);
+  tpj_hlo_value_t z = tpj_hlo_emit_zero(b, bits.dtype);
+  tpj_hlo_value_t sel = SEL(mask, bits, tpj_hlo_emit_broadcast_to(b, z, bits.dims, bits.ndim));
+  int64_t rd = dim;
+  return from_bits(b, tpj_hlo_emit_reduce(b, sel, z, &rd, 1, "stablehlo.add"), x.dtype);
+}
+
+/* x as at least 1-D, flattened when all (a 0-d value becomes [1]). */
+static tpj_hlo_value_t prepare(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int all) {
+  if (x.ndim > 0 && !all) return x;
+  int64_t n = tpj_hlo_numel(&x);
+  return tpj_hlo_emit_reshape(b, x, &n, 1);
+}
+
+/* x sorted along dim by sort's order keys: keys, int64 indices, values. */
+static void sorted(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, tpj_hlo_value_t* out) {
+  tpj_hlo_value_t xs[3] = {tpj_ops_order_key(b, x),
+                           tpj_hlo_emit_iota(b, TPJ_I64, x.dims, x.ndim, dim), x};
+  tpj_hlo_emit_sort(b, xs, 3, dim, 0, out);
+}
+
+static void finish2(tpj_op_ctx_t* ctx, tpj_hlo_value_t v, tpj_hlo_value_t i,
+                    tpj_hlo_value_t* results) {
+  results[0] = tpj_hlo_emit_reshape(ctx->b, v, ctx->outs[0].dims, ctx->outs[0].ndim);
+  if (ctx->nouts > 1)
+    results[1] = tpj_hlo_emit_reshape(ctx->b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
+}
+
+/* aten::nanmedian.dim (two outputs) and aten::nanmedian (one): attrs[0]
+ * dim (wrapped; -1: all elements, flattened), attrs[1] the index CPU's
+ * kernel reports for a slice of NaNs only (std::nth_element's choice among
+ * equivalent elements, which depends on the slice length alone; the glue
+ * computes it). Sorted with NaN last, a slice's k non-NaN values come
+ * first; the result is position (k - 1) / 2. */
+void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 1, 1, 1, "nanmedian")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x = prepare(b, ctx->in[0], ctx->attrs[0] < 0);
+  int dim = ctx->attrs[0] < 0 || ctx->in[0].ndim == 0 ? 0 : (int)ctx->attrs[0];
+  int64_t rd = dim;
+  tpj_hlo_value_t s[3];
+  sorted(b, x, dim, s);
+  tpj_hlo_value_t k;
+  if (tpj_dtype_is_float(x.dtype)) {
+    tpj_hlo_value_t ok = tpj_hlo_emit_convert(b, CMP(x, x, "EQ"), TPJ_I64);
+    k = tpj_hlo_emit_reduce(b, ok, tpj_hlo_emit_zero(b, TPJ_I64), &rd, 1, "stablehlo.add");
+  } else {
+    tpj_hlo_value_t r = tpj_hlo_emit_reduce(b, x, tpj_hlo_emit_zero(b, x.dtype), &rd, 1,
+                                            "stablehlo.add");
+    k = tpj_ops_i64_like(b, r, x.dims[dim]);
+  }
+  tpj_hlo_value_t pos = tpj_hlo_emit_binary(
+      b, "stablehlo.divide",
+      tpj_hlo_emit_binary(b, "stablehlo.maximum", SUB(k, tpj_ops_i64_like(b, k, 1)), tpj_ops_i64_like(b, k, 0)),
+      tpj_ops_i64_like(b, k, 2));
+  tpj_hlo_value_t at = CMP(tpj_hlo_emit_iota(b, TPJ_I64, x.dims, x.ndim, dim),
+                           tpj_ops_unreduce(b, pos, x.dims, x.ndim, &rd, 1), "EQ");
+  tpj_hlo_value_t idx = pick(b, s[1], at, dim);
+  if (tpj_dtype_is_float(x.dtype) && ctx->nattrs > 1)
+    idx = SEL(CMP(k, tpj_ops_i64_like(b, k, 0), "EQ"), tpj_ops_i64_like(b, k, ctx->attrs[1]), idx);
+  finish2(ctx, pick(b, s[2], at, dim), idx, results);
+}
+
+/* aten::mode: attrs[0] dim (wrapped). CPU's kernel sorts the slice and
+ * walks its runs of equal values, keeping the first run longer than every
+ * earlier one: the smallest of the most frequent values, with the index of
+ * the last element of its run (CPU's sort keeps equal elements in order on
+ * slices of up to 16). A third output, when asked for, is the longest run
+ * of all slices: the glue checks that longer slices had no repeated mode
+ * (whose index CPU's introsort would choose).  Runs are found on sort's keys; the
+ * run ends, sorted once more, give each run's length. */
+void tpj_lower_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 1, 1, 2, "mode")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x = prepare(b, ctx->in[0], 0);
+  int dim = ctx->in[0].ndim == 0 ? 0 : (int)ctx->attrs[0];
+  int64_t n = x.dims[dim], rd = dim;
+  tpj_hlo_value_t s[3];
+  sorted(b, x, dim, s);
+  tpj_hlo_value_t iota = tpj_hlo_emit_iota(b, TPJ_I64, x.dims, x.ndim, dim);
+  /* is_end[i]: the last element of a run (key differs from the next) */
+  tpj_hlo_value_t is_end;
+  if (n > 1) {
+    int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+    for (int d = 0; d < x.ndim; ++d) hi[d] = x.dims[d], st[d] = 1;
+    hi[dim] = n - 1;
+    tpj_hlo_value_t cur = tpj_hlo_emit_slice(b, s[0], lo, hi, st);
+    lo[dim] = 1;
+    hi[dim] = n;
+    tpj_hlo_value_t next = tpj_hlo_emit_slice(b, s[0], lo, hi, st);
+    tpj_hlo_value_t last = CMP(tpj_ops_element_at(b, iota, dim, 0), tpj_ops_element_at(b, iota, dim, 0), "EQ");
+    tpj_hlo_value_t parts[2] = {CMP(cur, next, "NE"), last};
+    is_end = tpj_hlo_emit_concatenate(b, parts, 2, dim);
+  } else {
+    is_end = CMP(iota, iota, "EQ");
+  }
+  /* run r ends at e[r] (r < runs); positions past the runs hold n + i */
+  tpj_hlo_value_t key = SEL(is_end, iota, ADD(iota, tpj_ops_i64_like(b, iota, n)));
+  tpj_hlo_value_t e;
+  tpj_hlo_emit_sort(b, &key, 1, dim, 0, &e);
+  tpj_hlo_value_t prev;
+  if (n > 1) {
+    int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+    for (int d = 0; d < x.ndim; ++d) hi[d] = x.dims[d], st[d] = 1;
+    hi[dim] = n - 1;
+    tpj_hlo_value_t parts[2] = {tpj_ops_i64_like(b, tpj_ops_element_at(b, iota, dim, 0), -1),
+                                tpj_hlo_emit_slice(b, e, lo, hi, st)};
+    prev = tpj_hlo_emit_concatenate(b, parts, 2, dim);
+  } else {
+    prev = tpj_ops_i64_like(b, e, -1);
+  }
+  tpj_hlo_value_t valid = CMP(e, tpj_ops_i64_like(b, e, n), "LT");
+  tpj_hlo_value_t len = SEL(valid, SUB(e, prev), tpj_ops_i64_like(b, e, 0));
+  tpj_hlo_value_t top = tpj_hlo_emit_reduce(b, len, tpj_hlo_emit_zero(b, TPJ_I64), &rd, 1,
+                                            "stablehlo.maximum");
+  tpj_hlo_value_t is_top = CMP(len, tpj_ops_unreduce(b, top, x.dims, x.ndim, &rd, 1), "EQ");
+  tpj_hlo_value_t best = tpj_hlo_emit_reduce(b, SEL(is_top, iota, tpj_ops_i64_like(b, iota, n)),
+                                             tpj_hlo_emit_extreme(b, TPJ_I64, 1), &rd, 1,
+                                             "stablehlo.minimum");
+  tpj_hlo_value_t end = pick(b, e, CMP(iota, tpj_ops_unreduce(b, best, x.dims, x.ndim, &rd, 1),
+                                       "EQ"), dim);
+  tpj_hlo_value_t at = CMP(iota, tpj_ops_unreduce(b, end, x.dims, x.ndim, &rd, 1), "EQ");
+  finish2(ctx, pick(b, s[2], at, dim), pick(b, s[1], at, dim), results);
+  if (ctx->nouts > 2) { /* the longest run of any slice (0-d) */
+    int64_t all[TPJ_MAX_DIMS];
+    for (int d = 0; d < top.ndim; ++d) all[d] = d;
+    results[2] = tpj_hlo_emit_reduce(b, top, tpj_hlo_emit_zero(b, TPJ_I64), all, top.ndim,
+                                     "stablehlo.maximum");
+  }
+}
+
+/* ---- unique_consecutive --------------------------------------------------- */
+
+/* x as rows: dim moved to the front, the rest flattened ([n, m]); all
+ * flattens x to [n, 1]. */
+static tpj_hlo_value_t tpj_ops_rows(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, int all) {
+  int64_t n = tpj_hlo_numel(&x);
+  if (all || x.ndim == 0) {
+    int64_t d2[2] = {n, 1};
+    return tpj_hlo_emit_reshape(b, x, d2, 2);
+  }
+  int64_t perm[TPJ_MAX_DIMS];
+  int k = 0;
+  perm[k++] = dim;
+  for (int d = 0; d < x.ndim; ++d)
+    if (d != dim) perm[k++] = d;
+  tpj_hlo_value_t t = tpj_hlo_emit_transpose(b, x, perm);
+  int64_t d2[2] = {x.dims[dim], x.dims[dim] ? n / x.dims[dim] : 0};
+  return tpj_hlo_emit_reshape(b, t, d2, 2);
+}
+
+/* x != y as CPU's `!=` decides it, without float compares (XLA:CPU's flush
+ * subnormals to zero): a NaN differs from everything, +0.0 equals -0.0,
+ * any other pair differs when its bits do. */
+static tpj_hlo_value_t differs(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y) {
+  if (!tpj_dtype_is_float(x.dtype)) return CMP(as_bits(b, x), as_bits(b, y), "NE");
+  tpj_hlo_value_t xb = as_bits(b, x), yb = as_bits(b, y);
+  tpj_hlo_value_t mag = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_extreme(b, xb.dtype, 1), xb.dims,
+                                                  xb.ndim);
+  tpj_hlo_value_t z = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, xb.dtype), xb.dims, xb.ndim);
+  tpj_hlo_value_t zeros = tpj_hlo_emit_binary(
+      b, "stablehlo.and", CMP(tpj_hlo_emit_binary(b, "stablehlo.and", xb, mag), z, "EQ"),
+      CMP(tpj_hlo_emit_binary(b, "stablehlo.and", yb, mag), z, "EQ"));
+  tpj_hlo_value_t nan = tpj_hlo_emit_binary(b, "stablehlo.or", CMP(x, x, "NE"), CMP(y, y, "NE"));
+  tpj_hlo_value_t bits = tpj_hlo_emit_binary(b, "stablehlo.and", CMP(xb, yb, "NE"),
+                                             tpj_hlo_emit_unary(b, "stablehlo.not", zeros));
+  return tpj_hlo_emit_binary(b, "stablehlo.or", nan, bits);
+}
+
+/* starts[i] (bool [n]): row i begins a run (i == 0, or it differs from row
+ * i - 1 anywhere). rs is [n, m] with n >= 1. */
+static tpj_hlo_value_t run_starts(tpj_hlo_builder_t* b, tpj_hlo_value_t rs) {
+  int64_t n = rs.dims[0], one = 1;
+  tpj_hlo_value_t first = tpj_hlo_emit_broadcast_to(
+      b, tpj_hlo_emit_extreme(b, TPJ_BOOL, 1), &one, 1);
+  if (n == 1) return first;
+  int64_t lo[2] = {1, 0}, hi[2] = {n, rs.dims[1]}, st[2] = {1, 1};
+  tpj_hlo_value_t cur = tpj_hlo_emit_slice(b, rs, lo, hi, st);
+  lo[0] = 0;
+  hi[0] = n - 1;
+  tpj_hlo_value_t prev = tpj_hlo_emit_slice(b, rs, lo, hi, st);
+  int64_t rd = 1;
+  tpj_hlo_value_t any = tpj_hlo_emit_reduce(b, differs(b, cur, prev),
+                                            tpj_hlo_emit_zero(b, TPJ_BOOL), &rd, 1, "stablehlo.or");
+  tpj_hlo_value_t parts[2] = {first, any};
+  return tpj_hlo_emit_concatenate(b, parts, 2, 0);
+}
+
+/* tpj::unique_consecutive_count: attrs[0] dim (-1: flattened); the number
+ * of runs (int64, 0-d). The glue reads it on the host to size the outputs
+ * of aten::unique_consecutive, as nonzero's count is read. */
+void tpj_lower_unique_consecutive_count(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 1, 1, 1, "unique_consecutive")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t rs = tpj_ops_rows(b, ctx->in[0], (int)ctx->attrs[0], ctx->attrs[0] < 0);
+  int64_t rd = 0;
+  tpj_hlo_value_t st = tpj_hlo_emit_convert(b, run_starts(b, rs), TPJ_I64);
+  results[0] = tpj_hlo_emit_reduce(b, st, tpj_hlo_emit_zero(b, TPJ_I64), &rd, 1, "stablehlo.add");
+}
+
+/* aten::unique_consecutive: attrs[0] dim (-1: flattened), attrs[1] the run
+ * count R (from tpj::unique_consecutive_count). Outputs: the first row of
+ * each run (outs[0]), each row's run number (outs[1]) and each run's
+ * length (outs[2]). Run starts, sorted to the front, give both. */
+void tpj_lower_unique_consecutive(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 1, 2, 3, "unique_consecutive")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x = ctx->in[0];
+  int all = ctx->attrs[0] < 0, dim = all ? 0 : (int)ctx->attrs[0];
+  int64_t runs = ctx->attrs[1];
+  tpj_hlo_value_t rs = tpj_ops_rows(b, x, dim, all);
+  int64_t n = rs.dims[0];
+  tpj_hlo_value_t st = run_starts(b, rs);
+  tpj_hlo_value_t iota = tpj_hlo_emit_iota(b, TPJ_I64, &n, 1, 0);
+  tpj_hlo_value_t key = SEL(st, iota, ADD(iota, tpj_ops_i64_like(b, iota, n)));
+  tpj_hlo_value_t starts;
+  tpj_hlo_emit_sort(b, &key, 1, 0, 0, &starts);
+  starts = tpj_ops_range_1d(b, starts, 0, runs);
+  /* values: the start rows, back in x's layout */
+  tpj_hlo_value_t v = tpj_hlo_emit_take(b, rs, starts, 0);
+  if (all || x.ndim == 0) {
+    v = tpj_hlo_emit_reshape(b, v, ctx->outs[0].dims, ctx->outs[0].ndim);
+  } else {
+    int64_t td[TPJ_MAX_DIMS], perm[TPJ_MAX_DIMS];
+    int k = 0;
+    td[k++] = runs;
+    for (int d = 0; d < x.ndim; ++d)
+      if (d != dim) td[k++] = x.dims[d];
+    v = tpj_hlo_emit_reshape(b, v, td, x.ndim);
+    /* td's order is (dim, others...): put dim back */
+    for (int d = 0, j = 1; d < x.ndim; ++d) perm[d] = d == dim ? 0 : j++;
+    v = tpj_hlo_emit_transpose(b, v, perm);
+  }
+  results[0] = v;
+  tpj_hlo_value_t inv = SUB(tpj_hlo_emit_cumulative(b, tpj_hlo_emit_convert(b, st, TPJ_I64), 0,
+                                                    TPJ_HLO_SCAN_ADD, 0),
+                            tpj_ops_i64_like(b, iota, 1));
+  results[1] = tpj_hlo_emit_reshape(b, inv, ctx->outs[1].dims, ctx->outs[1].ndim);
+  int64_t one = 1;
+  tpj_hlo_value_t ends_parts[2] = {tpj_ops_range_1d(b, starts, 1, runs),
+                                   tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, n),
+                                                             &one, 1)};
+  tpj_hlo_value_t ends = tpj_hlo_emit_concatenate(b, ends_parts, 2, 0);
+  results[2] = tpj_hlo_emit_reshape(b, SUB(ends, starts), ctx->outs[2].dims, ctx->outs[2].ndim);
+}
+
+/* ---- complex scans ---------------------------------------------------------- */
+
+/* tpj::complex_scan (cumsum / cumprod of complex values): attrs[0] dim
+ * (wrapped), attrs[1] 1 for a product. The operand is converted to the
+ * output's complex dtype first. A sum scans the real and imaginary parts
+ * (exactly what complex addition does); a product doubles its reach
+ * log2(n) times (y[i] *= y[i - s] for s = 1, 2, 4, ...), since the scan
+ * emitter takes real operands only. */
+void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 1, 2, 1, "complex scan")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, prepare(b, ctx->in[0], 0), o->dtype);
+  int dim = ctx->in[0].ndim == 0 ? 0 : (int)ctx->attrs[0];
+  tpj_hlo_value_t r;
+  if (!ctx->attrs[1]) {
+    r = tpj_hlo_emit_complex(
+        b, tpj_hlo_emit_cumulative(b, tpj_hlo_emit_real(b, x), dim, TPJ_HLO_SCAN_ADD, 0),
+        tpj_hlo_emit_cumulative(b, tpj_hlo_emit_imag(b, x), dim, TPJ_HLO_SCAN_ADD, 0));
+  } else {
+    tpj_dtype_t rd = o->dtype == TPJ_C128 ? TPJ_F64 : TPJ_F32;
+    tpj_hlo_value_t one = tpj_hlo_emit_complex(b, tpj_hlo_emit_one(b, rd),
+                                               tpj_hlo_emit_zero(b, rd));
+    int64_t n = x.dims[dim];
+    r = x;
+    for (int64_t s = 1; s < n; s *= 2) {
+      int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS], st[TPJ_MAX_DIMS];
+      int64_t plo[TPJ_MAX_DIMS] = {0}, phi[TPJ_MAX_DIMS] = {0};
+      for (int d = 0; d < x.ndim; ++d) hi[d] = x.dims[d], st[d] = 1;
+      hi[dim] = n - s;
+      plo[dim] = s;
+      tpj_hlo_value_t shifted = tpj_hlo_emit_pad(b, tpj_hlo_emit_slice(b, r, lo, hi, st), one,
+                                                 plo, phi);
+      r = MUL(r, shifted);
+    }
+  }
+  results[0] = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
+}
+
+#define ISNAN(x) CMP(x, x, "NE")
+
+/* _cummax_helper / _cummin_helper: attrs {dim (wrapped), is_max}; results
+ * values and int64 indices. CPU's rule, element by element along dim: x
+ * replaces the running value when x is NaN, or when neither is NaN and
+ * x >= value (x <= value for cummin), so ties and NaNs take the later index.
+ * That is a maximum under a total order (NaN on top, then the index), hence
+ * associative: a Hillis-Steele scan of log2(n) shifted combines, the shift
+ * padding with an identity that always loses (the dtype's lowest value for
+ * cummax, index -1). Bool values scan as uint8. */
+static tpj_hlo_value_t tpj_misc_shift(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, int64_t k,
+                                      tpj_hlo_value_t fill) {
+  int64_t start[TPJ_MAX_DIMS] = {0}, limit[TPJ_MAX_DIMS], strides[TPJ_MAX_DIMS];
+  int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS] = {0};
+  for (int i = 0; i < x.ndim; i++) {
+    limit[i] = x.dims[i];
+    strides[i] = 1;
+  }
+  limit[dim] = x.dims[dim] - k;
+  lo[dim] = k;
+  return tpj_hlo_emit_pad(b, tpj_hlo_emit_slice(b, x, start, limit, strides), fill, lo, hi);
+}
+
+void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nin < 1 || ctx->nattrs < 2 || ctx->nouts < 2) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "cummax/cummin: bad operands"));
+    return;
+  }
+  int dim = (int)ctx->attrs[0], is_max = ctx->attrs[1] != 0;
+  tpj_hlo_value_t v = ctx->in[0];
+  if (v.dtype == TPJ_BOOL) v = tpj_hlo_emit_convert(b, v, TPJ_U8);
+  int is_float = tpj_dtype_is_float(v.dtype);
+  tpj_hlo_value_t idx = tpj_hlo_emit_iota(b, TPJ_I64, v.dims, v.ndim, dim);
+  tpj_hlo_value_t vfill = tpj_hlo_emit_extreme(b, v.dtype, !is_max);
+  tpj_hlo_value_t ifill = tpj_hlo_emit_const_i64(b, -1);
+  int64_t n = v.ndim > 0 ? v.dims[dim] : 1;
+  for (int64_t k = 1; k < n; k *= 2) {
+    tpj_hlo_value_t pv = tpj_misc_shift(b, v, dim, k, vfill);  /* the earlier partial */
+    tpj_hlo_value_t pi = tpj_misc_shift(b, idx, dim, k, ifill);
+    tpj_hlo_value_t later = CMP(v, pv, is_max ? "GE" : "LE");
+    if (is_float) later = OR(ISNAN(v), AND(tpj_hlo_emit_compare(b, pv, pv, "EQ"), later));
+    v = SEL(later, v, pv);
+    idx = SEL(later, idx, pi);
+  }
+  results[0] = tpj_hlo_emit_convert(b, v, ctx->outs[0].dtype);
+  results[1] = tpj_hlo_emit_convert(b, idx, ctx->outs[1].dtype);
+}
+
+/* aten::isin.Tensor_Tensor: in[0] elements, in[1] test elements (any
+ * shape, 0-d for a scalar; both in one dtype); attrs[0] invert. Every
+ * element is compared with every test element: generate() tests a few
+ * token ids, so n * m stays small. NaN is in nothing, as on CPU. */
+void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_ops_need(ctx, 2, 1, 0, "isin")) return;
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t x = tpj_ops_flat(b, ctx->in[0]), t = tpj_ops_flat(b, ctx->in[1]);
+  int64_t dims[2] = {x.dims[0], t.dims[0]};
+  int64_t xd = 0, td = 1;
+  tpj_hlo_value_t eq = tpj_hlo_emit_compare(b, tpj_hlo_emit_broadcast_in_dim(b, x, dims, 2, &xd),
+                                            tpj_hlo_emit_broadcast_in_dim(b, t, dims, 2, &td),
+                                            "EQ");
+  int64_t over = 1;
+  tpj_hlo_value_t any = tpj_hlo_emit_reduce(b, eq, tpj_hlo_emit_zero(b, TPJ_BOOL), &over, 1,
+                                            "stablehlo.or");
+  if (ctx->attrs[0]) any = tpj_hlo_emit_unary(b, "stablehlo.not", any);
+  results[0] = tpj_hlo_emit_reshape(b, any, ctx->outs[0].dims, ctx->outs[0].ndim);
 }

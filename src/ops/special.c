@@ -1,5 +1,7 @@
 /* ops/special: special functions (the gamma family, Hurwitz zeta, nextafter,
- * xlog1py, entr, the modified Bessel functions i0/i0e/i1/i1e, sinc).
+ * xlog1py, entr, the modified Bessel functions i0/i0e/i1/i1e, sinc, logit);
+ * igamma/igammac are in ops/special_igamma.c, the orthogonal polynomials in
+ * ops/special_orthopoly.c.
  *
  * Each lowering follows the algorithm of PyTorch's CPU kernel (Cephes-style
  * series and Chebyshev expansions) and applies the same special cases (poles,
@@ -12,6 +14,7 @@
 
 #include "ops/ops.h"
 #include "ops/sugar.h"
+#include "ops/lower_util.h"
 
 typedef struct {
   tpj_hlo_builder_t* b;
@@ -854,4 +857,72 @@ void tpj_lower_special_log_ndtr(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                          U("stablehlo.negate", DIV(U("chlo.erfc", t), C(x, 2.0))));
   tpj_hlo_value_t r = SEL(CMP(x, C(x, -1.0), "LT"), lo, hi);
   results[0] = tpj_hlo_emit_convert(b, r, s.o->dtype);
+}
+
+#define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
+#define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
+
+/* ---- pointwise --------------------------------------------------------------
+ * Runtime scalars come rounded the way CPU's kernel reads them (the glue
+ * says which: the input's dtype for logit, hardshrink and the shrink
+ * backward, the compute dtype for softshrink and threshold), then widen to
+ * the compute dtype here. */
+
+/* 1 - eps, rounded to the tensor's dtype as CPU's kernels compute it */
+static tpj_hlo_value_t tpj_logit_hi(tpj_hlo_builder_t* b, tpj_hlo_value_t one, tpj_hlo_value_t lo,
+                                    tpj_dtype_t dt) {
+  tpj_hlo_value_t hi = TPJ_SUB(one, lo);
+  return tpj_hlo_emit_convert(b, tpj_hlo_emit_convert(b, hi, dt), hi.dtype);
+}
+
+/* logit: in[0] x, [in[1] eps]; attrs[0] compute dtype, attrs[1] has eps.
+ * With eps, x is clamped to [eps, 1 - eps] first (NaN stays NaN). */
+void tpj_lower_logit(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nin < 1 || ctx->nattrs < 2 || (ctx->attrs[1] && ctx->nin < 2)) {
+    tpj_ops_fail_operands(ctx, "logit");
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
+  tpj_hlo_value_t one = tpj_ops_fill_like(b, tpj_hlo_emit_one(b, cd), &x);
+  if (ctx->attrs[1]) {
+    tpj_hlo_value_t lo = tpj_ops_fill_like(b, tpj_hlo_emit_convert(b, ctx->in[1], cd), &x);
+    tpj_hlo_value_t hi = tpj_logit_hi(b, one, lo, ctx->outs[0].dtype);
+    x = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, lo, "LT"), lo, x);
+    x = tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, hi, "GT"), hi, x);
+  }
+  tpj_hlo_value_t r = tpj_hlo_emit_unary(
+      b, "stablehlo.log", tpj_hlo_emit_binary(b, "stablehlo.divide", x, TPJ_SUB(one, x)));
+  results[0] = tpj_hlo_emit_convert(b, r, ctx->outs[0].dtype);
+}
+
+/* logit_backward: in[0] grad, in[1] x, [in[2] eps]; attrs as logit.
+ * g / (x (1 - x)); outside [0, 1] NaN without eps, outside [eps, 1 - eps] 0
+ * with it (the clamp's gradient). */
+void tpj_lower_logit_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (ctx->nin < 2 || ctx->nattrs < 2 || (ctx->attrs[1] && ctx->nin < 3)) {
+    tpj_ops_fail_operands(ctx, "logit_backward");
+    return;
+  }
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_hlo_value_t g = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  tpj_hlo_value_t one = tpj_ops_fill_like(b, tpj_hlo_emit_one(b, cd), &x);
+  tpj_hlo_value_t lo, hi, fill;
+  if (ctx->attrs[1]) {
+    lo = tpj_ops_fill_like(b, tpj_hlo_emit_convert(b, ctx->in[2], cd), &x);
+    hi = tpj_logit_hi(b, one, lo, o->dtype);
+    fill = tpj_ops_fill_like(b, tpj_hlo_emit_zero(b, cd), &x);
+  } else {
+    lo = tpj_ops_fill_like(b, tpj_hlo_emit_zero(b, cd), &x);
+    hi = one;
+    fill = tpj_ops_fill_like(b, tpj_hlo_emit_const_f64(b, cd, NAN), &x);
+  }
+  tpj_hlo_value_t out = tpj_hlo_emit_binary(b, "stablehlo.or", tpj_hlo_emit_compare(b, x, lo, "LT"),
+                                            tpj_hlo_emit_compare(b, x, hi, "GT"));
+  tpj_hlo_value_t r = tpj_hlo_emit_binary(b, "stablehlo.divide", g, TPJ_MUL(x, TPJ_SUB(one, x)));
+  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_select(b, out, fill, r), o->dtype);
 }

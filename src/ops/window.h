@@ -1,5 +1,5 @@
 /* ops/window: helpers shared by the sliding-window lowerings (ops/pool.c,
- * ops/fold.c, ops/dist.c): inputs as planes, placing a strided grid of
+ * ops/fold.c, ops/distance.c): inputs as planes, placing a strided grid of
  * values back into an input-sized tensor (the transpose of a strided slice),
  * and concatenating long lists of pieces. */
 #ifndef TPJ_OPS_WINDOW_H_

@@ -153,7 +153,7 @@ def test_avg_pool2d_divisor_override_any_sign(divisor, no_leaks):
 
 @pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax], ids=["softmax", "log_softmax"])
 def test_softmax_of_a_scalar(fn, no_leaks):
-    # ops/nn.c: a 0-d softmax was the constant 1 (log: 0); CPU gives NaN for +-inf and NaN.
+    # ops/activation.c: a 0-d softmax was the constant 1 (log: 0); CPU gives NaN for +-inf and NaN.
     x = torch.tensor([1.5, float("-inf"), float("inf"), float("nan")])
     for v in x:
         torch.testing.assert_close(fn(v.to("tpu"), 0).cpu(), fn(v, 0), equal_nan=True)
@@ -161,7 +161,7 @@ def test_softmax_of_a_scalar(fn, no_leaks):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_div_trunc_half_rounds_quotient_first(dtype, no_leaks):
-    # ops/math.c div_mode: CPU rounds a/b to the half dtype before truncating.
+    # ops/pointwise.c div_mode: CPU rounds a/b to the half dtype before truncating.
     g = torch.Generator().manual_seed(0)
     a = (torch.randn(4096, generator=g) * 10).to(dtype)
     b = torch.randn(4096, generator=g).to(dtype)
@@ -216,7 +216,7 @@ def test_float64_tie_break_forgives_only_cpus_own_overflow_nan():
 
 @pytest.mark.parametrize("dtype", [torch.float16])  # bf16: a few cancellations still differ
 def test_addcmul_addcdiv_lerp_half_compute_in_float(dtype, no_leaks):
-    # ops/elementwise.c: CPU computes these fused ops in float32 and rounds once.
+    # ops/pointwise.c: CPU computes these fused ops in float32 and rounds once.
     g = torch.Generator().manual_seed(0)
     s, t1, t2, w = (torch.randn(4096, generator=g).to(dtype) for _ in range(4))
     t2 = t2.abs() + 0.5
@@ -232,7 +232,7 @@ def test_addcmul_addcdiv_lerp_half_compute_in_float(dtype, no_leaks):
 
 
 def test_matmul_reads_conjugate_and_negative_views(no_leaks):
-    # csrc/tensor.cpp OpArgs::tensor: mm & co. receive conj/neg views unresolved
+    # csrc/device/tensor.cpp OpArgs::tensor: mm & co. receive conj/neg views unresolved
     # (PyTorch lets them through for BLAS); x @ x.conj().T and torch.cov were wrong.
     x = torch.randn(3, 4, dtype=torch.complex64)
     t = x.to("tpu")

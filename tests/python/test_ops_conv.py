@@ -1,8 +1,7 @@
-"""Convolution and pooling against PyTorch's CPU kernels: conv1d/2d/3d
-(stride, padding incl. 'same', dilation, groups, bias), conv_transpose1d/2d
-(output_padding, groups), their gradients through autograd, max_pool2d
-(indices included), max_pool1d, avg_pool2d, adaptive_avg_pool2d with their
-gradients, a small CNN trained one step, CPU's errors, and that all of it ran
+"""Convolution against PyTorch's CPU kernels: conv1d/2d/3d (stride, padding
+incl. 'same', dilation, groups, bias), conv_transpose1d/2d
+(output_padding, groups), their gradients through autograd, exact int64
+convolution, a small CNN trained one step, CPU's errors, and that all of it ran
 natively (no CPU fallback)."""
 
 import pytest
@@ -12,6 +11,8 @@ import torch.nn.functional as F
 
 import torch_pjrt
 from conftest import dtype_id
+from conftest import assert_bitwise_equal, make
+from _op_check import NativeOnly, check_close
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -214,104 +215,6 @@ def test_conv_integer_falls_back_correctly():
 
 # ---- pooling ---------------------------------------------------------------------
 
-MAXPOOL = [
-    dict(kernel_size=2),
-    dict(kernel_size=3, stride=2, padding=1),
-    dict(kernel_size=3, stride=2, ceil_mode=True),
-    dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), dilation=(2, 1)),
-    dict(kernel_size=3, stride=2, padding=1, dilation=2, ceil_mode=True),
-]
-
-
-@pytest.mark.parametrize("kw", MAXPOOL, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
-def test_max_pool2d(kw):
-    x = randn((2, 3, 9, 10), 1)
-    x[0, 0, 1, 1] = x[0, 0, 1, 2] = 9.0  # a tie: the first wins
-    run_both(lambda x: F.max_pool2d(x, **kw), x)
-    xd = x.to("tpu")
-    with native():
-        v, i = F.max_pool2d(xd, return_indices=True, **kw)
-    cv, ci = F.max_pool2d(x, return_indices=True, **kw)
-    check(v, cv)
-    check(i, ci)
-
-
-@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
-def test_max_pool2d_dtypes_nan_unbatched(dtype):
-    x = randn((3, 8, 8), 2).to(dtype)
-    x[0, 0, 0] = float("nan")
-    x[0, 0, 1] = float("nan")
-    x[1, 2:4, 2:4] = float("-inf")
-    xd = x.to("tpu")
-    with native():
-        v, i = F.max_pool2d(xd, 2, return_indices=True)
-    cv, ci = F.max_pool2d(x, 2, return_indices=True)
-    check(v, cv)
-    check(i, ci)
-    run_both(lambda x: F.max_pool2d(x, 3, 2, 1), randn((2, 2, 7, 7), 3), dtype=dtype)
-
-
-def test_max_pool1d():
-    run_both(lambda x: F.max_pool1d(x, 3, 2, 1), randn((2, 3, 11), 1))
-    run_both(lambda x: F.max_pool1d(x, 2, ceil_mode=True), randn((3, 9), 1))
-
-
-AVGPOOL = [
-    dict(kernel_size=2),
-    dict(kernel_size=3, stride=2, padding=1),
-    dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
-    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
-    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-    dict(kernel_size=(2, 3), stride=(3, 1), padding=(1, 0), divisor_override=5),
-]
-
-
-@pytest.mark.parametrize("kw", AVGPOOL, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
-def test_avg_pool2d(kw):
-    run_both(lambda x: F.avg_pool2d(x, **kw), randn((2, 3, 9, 10), 1))
-
-
-@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
-def test_avg_pool2d_dtypes(dtype):
-    run_both(lambda x: F.avg_pool2d(x, 3, 2, 1), randn((2, 8, 7), 1), dtype=dtype)
-
-
-def test_avg_pool2d_out():
-    x = randn((1, 2, 6, 6), 1)
-    out = torch.empty(0, device="tpu")
-    with native():
-        torch._C._nn.avg_pool2d(x.to("tpu"), 2, out=out)
-    check(out, F.avg_pool2d(x, 2))
-
-
-@pytest.mark.parametrize("size", [(1, 1), (3, 5), (4, None)])
-def test_adaptive_avg_pool2d(size):
-    # (3, 5) from (7, 10): windows of uneven sizes that overlap
-    run_both(lambda x: F.adaptive_avg_pool2d(x, size), randn((2, 3, 7, 10), 1))
-    run_both(lambda x: F.adaptive_avg_pool2d(x, size), randn((3, 8, 6), 2))
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64], ids=dtype_id)
-def test_adaptive_avg_pool2d_dtypes(dtype):
-    run_both(lambda x: F.adaptive_avg_pool2d(x, (2, 2)), randn((2, 3, 6, 4), 1), dtype=dtype)
-
-
-def test_pool_errors():
-    x = randn((1, 2, 6, 6))
-    cases = [
-        (lambda x: F.max_pool2d(x, 2, padding=2)),
-        (lambda x: F.avg_pool2d(x, 2, padding=2)),
-        (lambda x: F.max_pool2d(x, 7)),
-        (lambda x: F.adaptive_avg_pool2d(x.long(), 2)),
-        (lambda x: F.avg_pool2d(x, 2, divisor_override=0)),
-    ]
-    for fn in cases:
-        with pytest.raises(Exception) as cpu_err:
-            fn(x)
-        with pytest.raises(type(cpu_err.value)) as dev_err:
-            fn(x.to("tpu"))
-        assert str(dev_err.value).split("\n")[0] == str(cpu_err.value).split("\n")[0]
-
 
 # ---- a small CNN -------------------------------------------------------------------
 
@@ -345,3 +248,25 @@ def test_small_cnn_forward_backward():
     check(loss_d, loss_c)
     for (name, pd), pc in zip(dev.named_parameters(), cpu.parameters()):
         check(pd.grad, pc.grad)
+
+
+DEV = "tpu"
+
+
+def t(x):
+    return x.to(DEV)
+
+
+def test_int64_convolution_is_exact():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-2 ** 40, 2 ** 40, (2, 4, 9, 7), generator=g)
+    w = torch.randint(-2 ** 30, 2 ** 30, (6, 2, 3, 2), generator=g)  # products wrap
+    b = torch.randint(-100, 100, (6,), generator=g)
+    wt = torch.randint(-50, 50, (4, 3, 3, 2), generator=g)
+    with NativeOnly():
+        r = F.conv2d(t(x), t(w), t(b), stride=2, padding=1, groups=2)
+        r1 = F.conv1d(t(x[:, :, 0]), t(w[:, :, 0]), groups=2, dilation=2)
+        rt = F.conv_transpose2d(t(x), t(wt), t(b[:3]), stride=2, padding=1)
+    assert torch.equal(r.cpu(), F.conv2d(x, w, b, stride=2, padding=1, groups=2))
+    assert torch.equal(r1.cpu(), F.conv1d(x[:, :, 0], w[:, :, 0], groups=2, dilation=2))
+    assert torch.equal(rt.cpu(), F.conv_transpose2d(x, wt, b[:3], stride=2, padding=1))

@@ -1,7 +1,7 @@
-"""Creation and shape ops against PyTorch's CPU results: arange, linspace,
-eye, full/zeros/ones and the *_like forms, tril/triu, flip, roll, padding
-(constant, reflect, replicate), repeat, stack/hstack/vstack, where with
-Python numbers, clone/contiguous of views. Each checks dtype, shape, values,
+"""Creation against PyTorch's CPU results: arange, linspace, logspace, eye,
+full/zeros/ones and the *_like forms, tril_indices/triu_indices, and
+composites (repeat, stack/hstack/vstack, where with Python numbers,
+clone/contiguous of views). Each checks dtype, shape, values,
 CPU's errors, and that nothing fell back to the CPU."""
 import re
 import warnings
@@ -12,6 +12,10 @@ import torch.nn.functional as F
 
 import torch_pjrt
 from conftest import dtype_id
+from conftest import make
+from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
+from conftest import assert_bitwise_equal, make
+from _op_check import NativeOnly, check_close
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -128,68 +132,11 @@ def test_factories(dtype):
 
 # ---- tril / triu -------------------------------------------------------------------
 
-@pytest.mark.parametrize("fn", [torch.tril, torch.triu], ids=["tril", "triu"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool],
-                         ids=dtype_id)
-def test_tril_triu(fn, dtype):
-    x = rand((2, 4, 5), dtype)
-    for k in (0, 1, -2, 7, -9):
-        native(lambda a, dev: fn(a, k), x)
-    native(lambda a, dev: fn(a.transpose(1, 2), 1), x)
-    name = fn.__name__
-    native(lambda a, dev: getattr(a, name + "_")(-1), x)
-    native(lambda a, dev: (getattr(a[0], name + "_")(1), a)[1], x)  # in place on a view
-    native(lambda a, dev: fn(a, 0, out=torch.empty(0, dtype=dtype, device=dev)), x)
-    raises_like_cpu(lambda a, dev: fn(a), rand((4,), dtype))
-
 
 # ---- flip / roll ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool], ids=dtype_id)
-def test_flip_roll(dtype):
-    x = rand((3, 4, 5), dtype)
-    for dims in ((0,), (-1,), (0, 2), (), (2, 1, 0)):
-        native(lambda a, dev: torch.flip(a, dims), x)
-    native(lambda a, dev: a.transpose(0, 2).flip(0), x)
-    native(lambda a, dev: torch.fliplr(a), x)
-    native(lambda a, dev: torch.flipud(a), x)
-    for shifts, dims in ((1, 0), (-2, 2), (7, 1), ((1, 2), (0, 1)), (3, None), (-13, None),
-                         ((0, 5), (2, 1))):
-        native(lambda a, dev: torch.roll(a, shifts, dims), x)
-    native(lambda a, dev: a.t().roll(1, 0), rand((4, 5), dtype))
-    raises_like_cpu(lambda a, dev: torch.flip(a, (0, 0)), x)
-    raises_like_cpu(lambda a, dev: torch.flip(a, (3,)), x)
-    raises_like_cpu(lambda a, dev: torch.roll(a, (1, 2), (0,)), x)
-    raises_like_cpu(lambda a, dev: torch.roll(a, (1, 2)), x)
-    raises_like_cpu(lambda a, dev: torch.roll(a, 1, 5), x)
-
 
 # ---- padding --------------------------------------------------------------------------
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=dtype_id)
-def test_constant_pad(dtype):
-    x = rand((2, 3, 4), dtype)
-    for pad, value in (((1, 2), 0), ((1, 1, 2, 0), 3), ((0, 0, 0, 0, 1, 1), -1),
-                       ((-1, 2), 0), ((-1, -1, 1, 0), 5)):
-        native(lambda a, dev: F.pad(a, pad, value=value), x)
-    native(lambda a, dev: F.pad(a.transpose(1, 2), (1, 1)), x)
-    native(lambda a, dev: torch.constant_pad_nd(a, (2, 2), 1), x)
-    raises_like_cpu(lambda a, dev: F.pad(a, (1, 2, 3)), x)
-    raises_like_cpu(lambda a, dev: F.pad(a, (1,) * 8), x)
-    raises_like_cpu(lambda a, dev: F.pad(a, (-3, -2)), x)
-
-
-@pytest.mark.parametrize("mode", ["reflect", "replicate"])
-def test_edge_pad(mode):
-    x1, x2, x3 = rand((2, 3, 6)), rand((2, 3, 5, 6)), rand((1, 2, 3, 4, 5))
-    native(lambda a, dev: F.pad(a, (2, 3), mode=mode), x1)
-    native(lambda a, dev: F.pad(a, (1, 2, 3, 0), mode=mode), x2)
-    native(lambda a, dev: F.pad(a, (1, 0, 2, 2, 1, 1), mode=mode), x3)
-    native(lambda a, dev: F.pad(a.transpose(2, 3), (1, 1, 1, 1), mode=mode), x2)
-    native(lambda a, dev: F.pad(a, (1, 2), mode=mode), rand((3, 5)))  # unbatched
-    native(lambda a, dev: F.pad(a, (2, 1, 1, 1), mode=mode), rand((2, 3, 5, 6), torch.bfloat16))
-    if mode == "reflect":
-        raises_like_cpu(lambda a, dev: F.pad(a, (6, 1), mode=mode), x1)
 
 
 # ---- compositions that must stay native --------------------------------------------------
@@ -211,3 +158,47 @@ def test_composites(dtype):
     native(lambda m, a, dev: torch.where(m, a, 1), c, x)
     native(lambda m, a, dev: torch.where(m, 0, a), c, x)
     native(lambda m, dev: torch.where(m, 1.5, -2.0), c)
+
+
+DEV = "tpu"
+
+
+def test_logspace():
+    with NativeOnly():
+        for dtype in (torch.float32, torch.float64):
+            for start, end, steps, base in [(0, 3, 7, 10.0), (-2.0, 2.0, 5, 2.0), (1, 1, 1, 3.0),
+                                            (0, 1, 0, 10.0)]:
+                check_close(torch.logspace(start, end, steps, base, dtype=dtype, device=DEV),
+                      torch.logspace(start, end, steps, base, dtype=dtype),
+                      dict(rtol=1e-5, atol=1e-5))
+
+
+def t(x):
+    return x.to(DEV)
+
+
+def same_error(fn, cpu_args, exc=RuntimeError, match=None):
+    """fn raises the same type and first line on tpu as on CPU."""
+    with pytest.raises(exc, match=match) as cpu:
+        fn(*cpu_args)
+    with pytest.raises(exc, match=match) as tpu:
+        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+
+
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices])
+def test_tri_indices_match_cpu(fn):
+    with NativeOnly():
+        got = [fn(r, c, off, device=DEV, dtype=dt)
+               for r, c, off, dt in [(4, 3, 0, torch.long), (3, 5, 1, torch.int32),
+                                     (5, 4, -2, torch.long), (3, 3, 9, torch.long)]]
+        empty = fn(0, 3, device=DEV)
+    exp = [fn(r, c, off, dtype=dt)
+           for r, c, off, dt in [(4, 3, 0, torch.long), (3, 5, 1, torch.int32),
+                                 (5, 4, -2, torch.long), (3, 3, 9, torch.long)]]
+    for a, e in zip(got, exp):
+        assert a.device.type == "tpu"
+        assert_bitwise_equal(a.cpu(), e)
+    assert empty.shape == fn(0, 3).shape
+    same_error(fn, [-1, 3], match="row must be non-negative")
+    same_error(lambda r, c: fn(r, c, dtype=torch.float32), [3, 3], exc=NotImplementedError)

@@ -1,5 +1,5 @@
-"""Batch norm, group norm, rms norm, the pointwise losses and the pointwise
-activations, forward and backward, against PyTorch's CPU kernels, and
+"""Batch norm (and _batch_norm_with_update), group norm, rms norm and layer
+norm, forward and backward, against PyTorch's CPU kernels, and
 running natively (no CPU fallback)."""
 import copy
 
@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import torch_pjrt
+from conftest import assert_bitwise_equal, make
+from _op_check import NativeOnly, check_close
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -229,209 +231,8 @@ def test_rms_norm_forward_backward(dtype, affine):
 
 # ---- losses ----------------------------------------------------------------------
 
-LOSSES = [
-    ("mse", lambda x, t, r: F.mse_loss(x, t, reduction=r)),
-    ("smooth_l1", lambda x, t, r: F.smooth_l1_loss(x, t, reduction=r, beta=0.7)),
-    ("smooth_l1_beta0", lambda x, t, r: F.smooth_l1_loss(x, t, reduction=r, beta=0.0)),
-    ("huber", lambda x, t, r: F.huber_loss(x, t, reduction=r, delta=0.6)),
-]
-
-
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-@pytest.mark.parametrize("name,fn", LOSSES, ids=[n for n, _ in LOSSES])
-def test_regression_losses(name, fn, reduction):
-    torch.manual_seed(5)
-    x = torch.randn(4, 5)
-    t = torch.randn(4, 5)
-    t[0, :2] = x[0, :2] + torch.tensor([0.7, -0.6])  # the branch points
-    xc, xt = _pair(x)
-    torch_pjrt.reset_fallbacks()
-    lc, lt = fn(xc, t, reduction), fn(xt, t.to("tpu"), reduction)
-    assert lt.shape == lc.shape
-    torch.testing.assert_close(lt.cpu(), lc, **TOL[torch.float32])
-    g = torch.randn(lc.shape)
-    (lc * g).sum().backward()
-    (lt * g.to("tpu")).sum().backward()
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL[torch.float32])
-    if name == "smooth_l1_beta0":
-        # beta == 0 is l1_loss, which PyTorch decomposes into abs, sub and
-        # mean, and its gradient into sgn (not yet native: elementwise family)
-        assert set(torch_pjrt.fallbacks()) <= {"aten::sgn.out"}
-    else:
-        _native()
-
-
-def test_mse_loss_bf16_and_target_grad():
-    x = torch.randn(3, 7, dtype=torch.bfloat16)
-    t = torch.randn(3, 7, dtype=torch.bfloat16)
-    xc, xt = _pair(x)
-    tc, tt = _pair(t)
-    torch_pjrt.reset_fallbacks()
-    lc, lt = F.mse_loss(xc, tc), F.mse_loss(xt, tt)
-    torch.testing.assert_close(lt.cpu(), lc, **TOL[torch.bfloat16])
-    lc.backward()
-    lt.backward()
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL[torch.bfloat16])
-    torch.testing.assert_close(tt.grad.cpu(), tc.grad, **TOL[torch.bfloat16])
-    _native()
-
-
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-@pytest.mark.parametrize("weighted", [False, True])
-def test_binary_cross_entropy(reduction, weighted):
-    torch.manual_seed(6)
-    x = torch.rand(4, 5)
-    x[0, 0], x[0, 1] = 0.0, 1.0  # log clamped at -100 on CPU
-    t = torch.rand(4, 5)
-    w = torch.rand(4, 5) if weighted else None
-    xc, xt = _pair(x)
-    torch_pjrt.reset_fallbacks()
-    lc = F.binary_cross_entropy(xc, t, w, reduction=reduction)
-    lt = F.binary_cross_entropy(xt, t.to("tpu"), None if w is None else w.to("tpu"),
-                                reduction=reduction)
-    torch.testing.assert_close(lt.cpu(), lc, **TOL[torch.float32])
-    g = torch.randn(lc.shape)
-    (lc * g).sum().backward()
-    (lt * g.to("tpu")).sum().backward()
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad, rtol=1e-5, atol=1e-3)
-    _native()
-
-
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-def test_binary_cross_entropy_with_logits(reduction):
-    torch.manual_seed(9)
-    x = torch.randn(4, 5) * 5
-    t = torch.rand(4, 5)
-    w, pw = torch.rand(4, 5), torch.rand(5) + 0.5
-    for kw in ({}, {"weight": w, "pos_weight": pw}):
-        xc, xt = _pair(x)
-        torch_pjrt.reset_fallbacks()
-        lc = F.binary_cross_entropy_with_logits(xc, t, reduction=reduction, **kw)
-        lt = F.binary_cross_entropy_with_logits(xt, t.to("tpu"), reduction=reduction,
-                                                **{k: v.to("tpu") for k, v in kw.items()})
-        torch.testing.assert_close(lt.cpu(), lc, **TOL[torch.float32])
-        g = torch.randn(lc.shape)
-        (lc * g).sum().backward()
-        (lt * g.to("tpu")).sum().backward()
-        torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL[torch.float32])
-        _native()
-
-
-def test_loss_errors_match_cpu():
-    x, t = torch.rand(3), torch.rand(3)
-    for dev in ("cpu", "tpu"):
-        xd, td = x.to(dev), t.to(dev)
-        with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
-            F.binary_cross_entropy(xd * 2 + 1, td)
-        with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
-            F.binary_cross_entropy(torch.full_like(xd, float("nan")), td)
-        with pytest.raises(RuntimeError, match="huber_loss does not support non-positive"):
-            F.huber_loss(xd, td, delta=0.0)
-        with pytest.raises(RuntimeError, match="smooth_l1_loss does not support negative"):
-            F.smooth_l1_loss(xd, td, beta=-1.0)
-        with pytest.raises(RuntimeError, match="The size of tensor a"):
-            torch.ops.aten.mse_loss(xd, torch.rand(4).to(dev), 1)
-
 
 # ---- activations -----------------------------------------------------------------
-
-ACTS = [
-    ("silu", F.silu),
-    ("hardtanh", lambda x: F.hardtanh(x, -0.5, 1.5)),
-    ("relu6", F.relu6),
-    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2)),
-    ("elu", lambda x: F.elu(x, 0.8)),
-    ("selu", F.selu),
-    ("celu", lambda x: F.celu(x, 1.3)),
-    ("softplus", lambda x: F.softplus(x, beta=2.0, threshold=3.0)),
-    ("hardsigmoid", F.hardsigmoid),
-    ("hardswish", F.hardswish),
-    ("mish", F.mish),
-    ("tanh", torch.tanh),
-    ("sigmoid", torch.sigmoid),
-    ("logsigmoid", F.logsigmoid),
-]
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("name,fn", ACTS, ids=[n for n, _ in ACTS])
-def test_activation_forward_backward(name, fn, dtype):
-    torch.manual_seed(7)
-    x = torch.randn(6, 9, dtype=torch.float64) * 4
-    # the branch points of the piecewise ones
-    x[0, :8] = torch.tensor([-3.0, 3.0, 0.0, -0.5, 1.5, 6.0, 1.5, 30.0], dtype=torch.float64)
-    x = x.to(dtype)
-    xc, xt = _pair(x)
-    torch_pjrt.reset_fallbacks()
-    yc, yt = fn(xc), fn(xt)
-    torch.testing.assert_close(yt.cpu(), yc, **TOL[dtype])
-    g = torch.randn(6, 9, dtype=torch.float64).to(dtype)
-    (yc * g).sum().backward()
-    (yt * g.to("tpu")).sum().backward()
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL[dtype])
-    _native()
-
-
-def test_activation_noncontiguous_nan_and_inplace():
-    x = torch.randn(5, 8) * 3
-    x[1, 1] = float("nan")
-    base = x.to("tpu")
-    torch_pjrt.reset_fallbacks()
-    for fn in (F.silu, lambda v: F.hardtanh(v, -1, 1), F.hardswish, lambda v: F.leaky_relu(v, 0.1)):
-        torch.testing.assert_close(fn(base.t()).cpu(), fn(x.t()), equal_nan=True,
-                                   **TOL[torch.float32])
-        torch.testing.assert_close(fn(base[:, ::2]).cpu(), fn(x[:, ::2]), equal_nan=True,
-                                   **TOL[torch.float32])
-    inplace = [
-        lambda v: F.silu(v, inplace=True), lambda v: F.hardtanh(v, -1, 2, inplace=True),
-        lambda v: F.relu6(v, inplace=True), lambda v: F.leaky_relu(v, 0.3, inplace=True),
-        lambda v: F.elu(v, 0.5, inplace=True), lambda v: F.hardsigmoid(v, inplace=True),
-        lambda v: F.hardswish(v, inplace=True), lambda v: F.mish(v, inplace=True),
-    ]
-    for fn in inplace:
-        for part in (slice(None), slice(1, 4)):  # a whole storage, and part of one
-            xc, xt = x.clone(), base.clone()
-            fn(xc[part])
-            fn(xt[part])
-            torch.testing.assert_close(xt.cpu(), xc, equal_nan=True, **TOL[torch.float32])
-    o = torch.empty(0, device="tpu")
-    torch.ops.aten.silu.out(base, out=o)
-    torch.testing.assert_close(o.cpu(), F.silu(x), equal_nan=True, **TOL[torch.float32])
-    _native()
-
-
-def test_silu_takes_complex_like_cpu():
-    # CPU's silu computes x / (1 + exp(-x)) for complex inputs too (forward only).
-    torch_pjrt.reset_fallbacks()
-    for dt, tol in ((torch.complex64, 1e-5), (torch.complex128, 1e-12)):
-        x = torch.randn(4, 6, dtype=dt) * 3
-        torch.testing.assert_close(F.silu(x.to("tpu")).cpu(), F.silu(x), atol=tol, rtol=tol)
-        xt = x.to("tpu")
-        F.silu(xt[:, 1:4], inplace=True)
-        xc = x.clone()
-        F.silu(xc[:, 1:4], inplace=True)
-        torch.testing.assert_close(xt.cpu(), xc, atol=tol, rtol=tol)
-    _native()
-
-
-def test_activation_errors_match_cpu():
-    for dev in ("cpu", "tpu"):
-        i = torch.arange(4).to(dev)
-        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
-            F.silu(i)
-        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
-            F.elu(i)
-        with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
-            F.hardtanh(torch.ones(2, dtype=torch.bool, device=dev))
-        x = torch.randn(3).to(dev).requires_grad_()
-        y = F.leaky_relu(x.clone(), -0.1, inplace=True)
-        with pytest.raises(RuntimeError, match="In-place leakyReLu backward calculation"):
-            y.sum().backward()
-        y = F.elu(x.clone(), -0.1, inplace=True)
-        with pytest.raises(RuntimeError, match="In-place elu backward calculation"):
-            y.sum().backward()
-    assert torch.equal(F.hardtanh(torch.arange(5).to("tpu"), 1, 3).cpu(),
-                       torch.tensor([1, 1, 2, 3, 3]))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -444,3 +245,87 @@ def test_group_norm_mixed_types_keeps_float_statistics_as_cpu(dtype):
     assert [g.dtype for g in got] == [c.dtype for c in want] == [dtype, torch.float32, torch.float32]
     for g, c in zip(got, want):
         torch.testing.assert_close(g.cpu(), c, atol=1e-2, rtol=1e-2)
+
+
+DEV = "tpu"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batch_norm_with_update(dtype):
+    def run(dev):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(4, 3, 5, generator=g).to(dtype).to(dev).requires_grad_()
+        w = torch.randn(3, generator=g).to(dtype).to(dev).requires_grad_()
+        b = torch.randn(3, generator=g).to(dtype).to(dev).requires_grad_()
+        rm = torch.zeros(3, dtype=dtype, device=dev)
+        rv = torch.ones(3, dtype=dtype, device=dev)
+        out = torch.ops.aten._batch_norm_with_update(x, w, b, rm, rv, 0.1, 1e-5)
+        out[0].backward(torch.linspace(-1, 1, 60).view(4, 3, 5).to(dtype).to(dev))
+        return list(out) + [rm, rv, x.grad, w.grad, b.grad]
+
+    with NativeOnly():
+        got = run(DEV)
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else None
+    for a, e in zip(got, run("cpu")):
+        check_close(a, e.detach(), tol)
+
+
+def _no_fallback(prefix):
+    bad = [k for k in torch_pjrt.fallbacks() if k.startswith(prefix)]
+    assert not bad, f"{prefix} fell back to the CPU: {bad}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape,normalized", [((4, 8), (8,)), ((2, 3, 8), (8,)),
+                                              ((2, 3, 4, 5), (4, 5)), ((6,), (6,))])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_forward_backward(dtype, shape, normalized, affine):
+    torch.manual_seed(1)
+    ln = torch.nn.LayerNorm(normalized, elementwise_affine=affine, dtype=dtype)
+    if affine:
+        with torch.no_grad():
+            ln.weight.normal_()
+            ln.bias.normal_()
+    lt = copy.deepcopy(ln).to("tpu")
+    x = torch.randn(shape, dtype=torch.float64).to(dtype) * 2 + 1
+    xc = x.clone().requires_grad_()
+    xt = x.to("tpu").requires_grad_()
+    torch_pjrt.reset_fallbacks()
+    yt, yc = lt(xt), ln(xc)
+    tol = TOL[dtype] if dtype != torch.float32 else dict(rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(yt.cpu(), yc, **tol)
+    g = torch.randn(shape, dtype=torch.float64).to(dtype)
+    (yt * g.to("tpu")).sum().backward()
+    (yc * g).sum().backward()
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **tol)
+    if affine:
+        torch.testing.assert_close(lt.weight.grad.cpu(), ln.weight.grad, **tol)
+        torch.testing.assert_close(lt.bias.grad.cpu(), ln.bias.grad, **tol)
+    _no_fallback("aten::native_layer_norm")
+
+
+def test_layer_norm_stats_match_cpu():
+    x = torch.randn(3, 4, 5)
+    out_t, mean_t, rstd_t = torch.native_layer_norm(x.to("tpu"), (5,), None, None, 1e-5)
+    out_c, mean_c, rstd_c = torch.native_layer_norm(x, (5,), None, None, 1e-5)
+    for t, c in [(out_t, out_c), (mean_t, mean_c), (rstd_t, rstd_c)]:
+        assert t.shape == c.shape and t.dtype == c.dtype
+        torch.testing.assert_close(t.cpu(), c, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_eps_is_a_runtime_value():
+    x = torch.randn(4, 8).to("tpu")
+    F.layer_norm(x, (8,), eps=1e-5)
+    before = torch_pjrt.metrics()["compiles"]
+    y = F.layer_norm(x, (8,), eps=1e-3)
+    assert torch_pjrt.metrics()["compiles"] == before
+    torch.testing.assert_close(y.cpu(), F.layer_norm(x.cpu(), (8,), eps=1e-3), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_shape_mismatch_raises_like_cpu():
+    x = torch.randn(4, 8)
+    with pytest.raises(RuntimeError) as cpu:
+        F.layer_norm(x, (7,))
+    with pytest.raises(RuntimeError) as tpu:
+        F.layer_norm(x.to("tpu"), (7,))
+    assert str(cpu.value).splitlines()[0] in str(tpu.value)

@@ -1,5 +1,6 @@
 """The elementwise ops optimizers use (addcmul, addcdiv, lerp) against the
-CPU, and torch.optim steps that run with no CPU fallback at all."""
+CPU, torch.optim steps that run with no CPU fallback at all, and the fused
+Adam/AdamW kernels (_fused_adam_, _fused_adamw_)."""
 import copy
 
 import pytest
@@ -80,3 +81,98 @@ def test_optimizer_step_runs_natively_and_matches_cpu(opt, foreach):
     for pc, pt in zip(mc.parameters(), mt.parameters()):
         torch.testing.assert_close(pt.detach().cpu(), pc.detach(), rtol=1e-4, atol=1e-5)
     assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
+
+
+@pytest.fixture
+def _reset():
+    torch_pjrt.reset_metrics()
+    yield
+
+
+def no_fallbacks():
+    assert torch_pjrt.fallbacks() == {}
+
+
+def _params(seed=4, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(5, 3, generator=g).to(dtype), torch.randn(7, generator=g).to(dtype)]
+
+
+def _run_fused(cls, device, steps=3, dtype=torch.float32, lr=1e-2, **kw):
+    ps = [p.to(device).requires_grad_() for p in _params(dtype=dtype)]
+    opt = cls(ps, lr=lr, fused=True, **kw)
+    g = torch.Generator().manual_seed(5)
+    for _ in range(steps):
+        for p in ps:
+            p.grad = torch.randn(p.shape, generator=g).to(dtype).to(device)
+        opt.step()
+    state = [opt.state[p] for p in ps]
+    return [p.detach().cpu() for p in ps], state
+
+
+@pytest.mark.parametrize("cls,kw", [
+    (torch.optim.AdamW, dict(weight_decay=0.1)),
+    (torch.optim.AdamW, dict(weight_decay=0.0, amsgrad=True, maximize=True)),
+    (torch.optim.Adam, dict(weight_decay=0.05, betas=(0.8, 0.95), eps=1e-6)),
+])
+@pytest.mark.usefixtures("_reset")
+def test_fused_adam_matches_cpu(cls, kw):
+    expect, es = _run_fused(cls, "cpu", **kw)
+    got, gs = _run_fused(cls, "tpu", **kw)
+    for a, b in zip(got, expect):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    for a, b in zip(gs, es):
+        for k in b:
+            torch.testing.assert_close(a[k].cpu(), b[k], atol=1e-6, rtol=1e-5)
+    no_fallbacks()
+
+
+@pytest.mark.usefixtures("_reset")
+def test_fused_adamw_bf16_tensor_lr_and_scheduler():
+    expect, _ = _run_fused(torch.optim.AdamW, "cpu", dtype=torch.bfloat16)
+    got, _ = _run_fused(torch.optim.AdamW, "tpu", dtype=torch.bfloat16)
+    for a, b in zip(got, expect):
+        assert a.dtype == torch.bfloat16
+        torch.testing.assert_close(a, b, atol=1e-2, rtol=1e-2)
+    expect, _ = _run_fused(torch.optim.AdamW, "cpu", lr=torch.tensor(0.02))
+    got, _ = _run_fused(torch.optim.AdamW, "tpu", lr=torch.tensor(0.02))
+    for a, b in zip(got, expect):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    no_fallbacks()
+
+
+@pytest.mark.usefixtures("_reset")
+def test_fused_adamw_grad_scale_and_found_inf():
+    """What GradScaler passes: grads are unscaled in place; found_inf == 1
+    leaves parameters and moments untouched."""
+    for inf in (0.0, 1.0):
+        res = {}
+        for dev in ("cpu", "tpu"):
+            ps = [p.to(dev) for p in _params()]
+            gs = [torch.full_like(p, 4.0) for p in ps]
+            m = [torch.zeros_like(p) for p in ps]
+            v = [torch.zeros_like(p) for p in ps]
+            steps = [torch.tensor(1.0, device=dev) for _ in ps]
+            torch._fused_adamw_(ps, gs, m, v, [], steps, lr=0.1, beta1=0.9, beta2=0.999,
+                                weight_decay=0.01, eps=1e-8, amsgrad=False, maximize=False,
+                                grad_scale=torch.tensor(2.0, device=dev),
+                                found_inf=torch.tensor(inf, device=dev))
+            res[dev] = [t.cpu() for t in ps + gs + m + v]
+        for a, b in zip(res["tpu"], res["cpu"]):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+        if inf:
+            assert torch.equal(res["tpu"][0], _params()[0])
+    no_fallbacks()
+
+
+@pytest.mark.usefixtures("_reset")
+def test_fused_adamw_errors():
+    p = torch.zeros(3, device="tpu")
+    with pytest.raises(RuntimeError, match="same number of params"):
+        torch._fused_adamw_([p], [], [p], [p], [], [torch.tensor(1.0, device="tpu")], lr=0.1,
+                            beta1=0.9, beta2=0.99, weight_decay=0.0, eps=1e-8, amsgrad=False,
+                            maximize=False)
+    with pytest.raises(RuntimeError, match="parameter's sizes"):
+        torch._fused_adamw_([p], [torch.zeros(4, device="tpu")], [p.clone()], [p.clone()], [],
+                            [torch.tensor(1.0, device="tpu")], lr=0.1, beta1=0.9, beta2=0.99,
+                            weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)

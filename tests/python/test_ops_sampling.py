@@ -1,6 +1,5 @@
-"""Sampling ops on tpu against PyTorch's CPU kernels: F.grid_sample
-(grid_sampler_2d/3d and their backward), F.affine_grid + grid_sample, and
-F.interpolate(..., antialias=True) (_upsample_{bilinear,bicubic}2d_aa)."""
+"""F.grid_sample on tpu against PyTorch's CPU kernels (grid_sampler_2d/3d
+and their backward), and F.affine_grid + grid_sample."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -150,115 +149,7 @@ def test_grid_sampler_backward_without_input_grad(native_only):
 
 # ---- antialiased interpolation ----
 
-AA_CASES = [
-    ("bilinear", (16, 19), dict(size=(5, 7))),
-    ("bilinear", (8, 9), dict(size=(16, 20), align_corners=True)),
-    ("bilinear", (10, 10), dict(scale_factor=0.37)),
-    ("bicubic", (7, 30), dict(size=(3, 31), align_corners=True)),
-    ("bicubic", (12, 6), dict(size=(12, 4))),  # one axis unchanged
-]
-
-
-@pytest.mark.parametrize("mode,insize,kw", AA_CASES, ids=lambda v: str(v))
-def test_interpolate_antialias_matches_cpu(mode, insize, kw, native_only, no_leaks):
-    torch.manual_seed(7)
-    x = torch.randn(2, 3, *insize)
-    xc, xt = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
-    yc = F.interpolate(xc, mode=mode, antialias=True, **kw)
-    yt = F.interpolate(xt, mode=mode, antialias=True, **kw)
-    torch.testing.assert_close(yt.detach().cpu(), yc.detach(), **TOL[torch.float32])
-    g = torch.randn(yc.shape)
-    yc.backward(g)
-    yt.backward(g.to("tpu"))
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL[torch.float32])
-
-
-def test_interpolate_antialias_float64_and_views(native_only):
-    torch.manual_seed(8)
-    x = torch.randn(2, 9, 11, 3, dtype=torch.float64).permute(0, 3, 1, 2)
-    yc = F.interpolate(x, size=(4, 5), mode="bicubic", antialias=True)
-    yt = F.interpolate(x.to("tpu"), size=(4, 5), mode="bicubic", antialias=True)
-    torch.testing.assert_close(yt.cpu(), yc, **TOL[torch.float64])
-
-
-def test_interpolate_antialias_keeps_inf_local(native_only):
-    x = torch.zeros(1, 1, 1, 12)
-    x[..., 0] = float("inf")
-    yc = F.interpolate(x, size=(1, 3), mode="bilinear", antialias=True)
-    yt = F.interpolate(x.to("tpu"), size=(1, 3), mode="bilinear", antialias=True)
-    torch.testing.assert_close(yt.cpu(), yc)
-    assert torch.isfinite(yt.cpu()[..., 1:]).all()
-
-
-def test_upsample_aa_out_form(native_only):
-    x = torch.randn(1, 2, 10, 8)
-    out = torch.empty(0, device="tpu")
-    torch.ops.aten._upsample_bilinear2d_aa.out(x.to("tpu"), [4, 3], False, None, None, out=out)
-    torch.testing.assert_close(out.cpu(), torch.ops.aten._upsample_bilinear2d_aa(x, [4, 3], False),
-                               **TOL[torch.float32])
-
-
-def test_upsample_aa_uint8_runs_cpu_kernel():
-    x = (torch.rand(1, 3, 10, 10) * 255).to(torch.uint8)
-    torch_pjrt.reset_fallbacks()
-    yt = F.interpolate(x.to("tpu"), size=(4, 4), mode="bilinear", antialias=True)
-    assert torch.equal(yt.cpu(), F.interpolate(x, size=(4, 4), mode="bilinear", antialias=True))
-    assert "aten::_upsample_bilinear2d_aa" in torch_pjrt.fallbacks()
-
-
-def test_upsample_aa_half_raises_cpu_error():
-    x = torch.randn(1, 1, 8, 8, dtype=torch.bfloat16, device="tpu")
-    with pytest.raises(RuntimeError, match="not implemented for 'BFloat16'"):
-        F.interpolate(x, size=(4, 4), mode="bilinear", antialias=True)
-
-
-def test_upsample_aa_bad_size_raises():
-    x = torch.randn(1, 1, 8, 8)
-    with pytest.raises(RuntimeError, match="should be greater than 0"):
-        torch.ops.aten._upsample_bilinear2d_aa(x.to("tpu"), [0, 4], False)
-
 
 # ---- regularized incomplete gamma ----
 
-def _igamma_inputs(dtype):
-    """Every regime of CPU's algorithm: the power series, both complements,
-    the continued fraction, Temme's expansion (a > 20 with x near a, and
-    a > 200), and the boundary values."""
-    g = torch.Generator().manual_seed(9)
-    a = torch.cat([torch.rand(60, generator=g) * 5, torch.rand(60, generator=g) * 50,
-                   100 + torch.rand(30, generator=g) * 300])
-    x = torch.cat([torch.rand(60, generator=g) * 5, torch.rand(60, generator=g) * 60,
-                   a[120:] * (0.9 + 0.2 * torch.rand(30, generator=g))])
-    inf, nan = float("inf"), float("nan")
-    sa = torch.tensor([0.0, 0.0, 1.0, inf, inf, 2.0, nan, -1.0, 3.0, 0.5, 25.0, 250.0, inf])
-    sx = torch.tensor([0.0, 1.0, 0.0, 5.0, inf, inf, 1.0, 1.0, -1.0, 0.6, 24.0, 260.0, nan])
-    return torch.cat([a, sa]).to(dtype), torch.cat([x, sx]).to(dtype)
 
-
-# each igamma program takes seconds to compile: a few combinations only
-@pytest.mark.parametrize("fn,dtype", [(torch.igamma, torch.float32), (torch.igammac, torch.float32),
-                                      (torch.igammac, torch.float64)],
-                         ids=["igamma-float32", "igammac-float32", "igammac-float64"])
-def test_igamma_matches_cpu(fn, dtype, native_only, no_leaks):
-    a, x = _igamma_inputs(dtype)
-    tol = {torch.float32: dict(atol=1e-6, rtol=1e-5), torch.float64: dict(atol=1e-13, rtol=1e-12)}
-    torch.testing.assert_close(fn(a.to("tpu"), x.to("tpu")).cpu(), fn(a, x), equal_nan=True,
-                               **tol[dtype])
-
-
-def test_igammac_out_inplace_broadcast_view(native_only):
-    a, x = torch.rand(3, 2) * 4, torch.rand(4) * 4
-    xv = x.to("tpu")[::2]  # a strided view, broadcast over rows
-    expected = torch.igammac(a, x[::2])
-    out = torch.empty(0, device="tpu")
-    torch.igammac(a.to("tpu"), xv, out=out)
-    torch.testing.assert_close(out.cpu(), expected, atol=1e-6, rtol=1e-5)
-    t = a.to("tpu")
-    t.igammac_(xv)
-    torch.testing.assert_close(t.cpu(), expected, atol=1e-6, rtol=1e-5)
-
-
-def test_igamma_integer_raises_cpu_error():
-    i = torch.ones(3, dtype=torch.long)
-    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
-        torch.igamma(i.to("tpu"), i.to("tpu"))

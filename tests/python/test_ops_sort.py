@@ -1,6 +1,7 @@
 """Sorting, selection and scans against PyTorch's CPU kernels: sort/argsort/
 msort, topk, kthvalue, median, argmax/argmin, max/min (with and without dim),
-cumsum/cumprod/logcumsumexp. Covers dtypes, NaN order (NaN is the largest
+cumsum/cumprod/logcumsumexp (and complex), cummax/cummin, nanmedian, mode,
+unique_consecutive, isin, searchsorted/bucketize. Covers dtypes, NaN order (NaN is the largest
 value; max/argmax pick the first NaN), ties (stable order, first index),
 0-d, empty and non-contiguous inputs, out=/in-place forms, autograd, errors
 with CPU's type and message, and that each op ran natively."""
@@ -9,6 +10,11 @@ import torch
 
 import torch_pjrt
 from conftest import dtype_id, make
+from conftest import make
+from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
+import torch.nn.functional as F
+from conftest import assert_bitwise_equal, make
+from _op_check import NativeOnly, check_close
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -428,3 +434,268 @@ def test_complex_scans_and_logsumexp_run_cpu_kernels_and_count_them():
     assert torch.cumsum(xt, 1).device.type == "tpu"
     fb = torch_pjrt.fallbacks()
     assert set(fb) == {"aten::_logcumsumexp"}
+
+
+DEV = "tpu"
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+def t(x):
+    return x.to(DEV)
+
+
+def same_error(fn, cpu_args, exc=RuntimeError):
+    """fn raises the same type and first line on tpu as on CPU."""
+    with pytest.raises(exc) as cpu:
+        fn(*cpu_args)
+    with pytest.raises(exc) as tpu:
+        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+
+
+def test_cummax_cummin():
+    x = make(torch.float32, (4, 6))
+    with NativeOnly():
+        for fn in (torch.cummax, torch.cummin):
+            for d in (0, 1):
+                v, i = fn(t(x), d)
+                ev, ei = fn(x, d)
+                check_close(v, ev)
+                check_close(i, ei)
+
+
+def test_searchsorted_and_bucketize():
+    seq = torch.tensor([-INF, -1.0, 0.0, 0.0, 2.5, 3.0, INF, NAN])
+    vals = torch.tensor([[-5.0, 0.0, 2.5, NAN], [INF, -INF, 1.0, 3.0]])
+    seq2 = torch.sort(make(torch.float32, (2, 9), specials=False), dim=1).values
+    vals2 = make(torch.float32, (2, 5), seed=4, specials=False)
+    vals2[0, 0] = seq2[0, 3]
+    ints = torch.tensor([1, 3, 3, 5, 8])
+    with NativeOnly():
+        for kw in [dict(), dict(right=True), dict(side="right"), dict(out_int32=True)]:
+            check_close(torch.searchsorted(t(seq), t(vals), **kw), torch.searchsorted(seq, vals, **kw))
+            check_close(torch.searchsorted(t(seq2), t(vals2), **kw), torch.searchsorted(seq2, vals2, **kw))
+            check_close(torch.searchsorted(t(ints), t(torch.arange(10)), **kw),
+                  torch.searchsorted(ints, torch.arange(10), **kw))
+            check_close(torch.searchsorted(t(ints), 3, **kw), torch.searchsorted(ints, 3, **kw))
+            check_close(torch.searchsorted(t(ints), 2.5, **kw), torch.searchsorted(ints, 2.5, **kw))
+        perm = torch.tensor([4, 0, 2, 1, 3])
+        unsorted = ints[torch.argsort(perm)]
+        sorter = torch.argsort(unsorted)
+        check_close(torch.searchsorted(t(unsorted), t(torch.arange(10)), sorter=t(sorter)),
+              torch.searchsorted(unsorted, torch.arange(10), sorter=sorter))
+        check_close(torch.bucketize(t(vals), t(seq[:-1])), torch.bucketize(vals, seq[:-1]))
+        check_close(torch.bucketize(t(vals), t(seq[:-1]), right=True, out_int32=True),
+              torch.bucketize(vals, seq[:-1], right=True, out_int32=True))
+        check_close(torch.searchsorted(t(torch.zeros(0)), t(vals)), torch.searchsorted(torch.zeros(0), vals))
+        e = torch.zeros(0, dtype=torch.long)
+        check_close(torch.searchsorted(t(torch.zeros(0)), t(torch.zeros(0)), sorter=t(e)),
+              torch.searchsorted(torch.zeros(0), torch.zeros(0), sorter=e))
+    same_error(torch.searchsorted, (seq2, vals2[:1]))
+    same_error(lambda a, b: torch.searchsorted(a, b, side="left", right=True), (seq, vals))
+    same_error(torch.bucketize, (vals, seq2))
+
+
+def same_error_misc2(fn, cpu_args, exc=RuntimeError, match=None):
+    """fn raises the same type and first line on tpu as on CPU."""
+    with pytest.raises(exc, match=match) as cpu:
+        fn(*cpu_args)
+    with pytest.raises(exc, match=match) as tpu:
+        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+def test_nanmedian_matches_cpu(dtype):
+    x = make(dtype, (5, 7), seed=3)
+    if dtype.is_floating_point:
+        x[1] = NAN  # an all-NaN row: its first NaN
+        x[2, :5] = NAN  # more NaN than numbers
+    with NativeOnly():
+        v, i = torch.nanmedian(t(x), 1)
+        vk, ik = torch.nanmedian(t(x).t(), 0, keepdim=True)
+        whole = torch.nanmedian(t(x))
+    ev, ei = torch.nanmedian(x, 1)
+    assert_bitwise_equal(v.cpu(), ev)
+    assert torch.equal(i.cpu(), ei)
+    evk, eik = torch.nanmedian(x.t(), 0, keepdim=True)
+    assert_bitwise_equal(vk.cpu(), evk)
+    assert torch.equal(ik.cpu(), eik)
+    assert_bitwise_equal(whole.cpu(), torch.nanmedian(x))
+
+
+def test_nanmedian_out_grad_and_errors():
+    x = torch.tensor([[1.0, NAN, 3.0, -2.0], [NAN, 5.0, 0.5, 4.0]])
+    tx = t(x).requires_grad_()
+    xc = x.clone().requires_grad_()
+    with NativeOnly():
+        v, i = torch.nanmedian(tx, 1)
+        v.sum().backward()
+        ov, oi = torch.empty(0, device=DEV), torch.empty(0, device=DEV, dtype=torch.long)
+        torch.nanmedian(tx.detach(), 1, out=(ov, oi))
+        empty = torch.nanmedian(torch.empty(0, device=DEV))
+    ev, _ = torch.nanmedian(xc, 1)
+    ev.sum().backward()
+    check_close(v, ev.detach())
+    check_close(ov, ev.detach())
+    check_close(tx.grad, xc.grad)
+    assert torch.isnan(empty.cpu())
+    same_error_misc2(torch.nanmedian, [torch.zeros(2, 0), 1], exc=IndexError,
+               match="non-zero size")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_mode_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randint(0, 4, (6, 9), generator=g).to(dtype)  # many ties
+    with NativeOnly():
+        v, i = torch.mode(t(x), 1)
+        v0, i0 = torch.mode(t(x).t(), 0, keepdim=True)
+    ev, ei = torch.mode(x, 1)
+    assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+    ev0, ei0 = torch.mode(x.t(), 0, keepdim=True)
+    assert torch.equal(v0.cpu(), ev0) and torch.equal(i0.cpu(), ei0)
+
+
+def test_mode_long_slices_run_cpus_kernel():
+    # past 16 elements CPU's index among ties comes from an introsort: the
+    # call runs CPU's kernel and is counted
+    x = torch.randint(0, 3, (2, 40), generator=torch.Generator().manual_seed(1))
+    torch_pjrt.reset_fallbacks()
+    v, i = torch.mode(t(x), 1)
+    assert torch_pjrt.fallbacks() == {"aten::mode": 1}
+    ev, ei = torch.mode(x, 1)
+    assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+    # distinct values: the mode occurs once, its index is unique: native
+    y = torch.randn(3, 40)
+    with NativeOnly():
+        v, i = torch.mode(t(y), 1)
+    ev, ei = torch.mode(y, 1)
+    assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+
+
+def test_mode_specials_grad_and_errors():
+    x = torch.tensor([[-0.0, 0.0, 2.0, 2.0, 1e-40], [3.0, 1.0, 3.0, 1.0, 5.0]])
+    tx = t(x).requires_grad_()
+    xc = x.clone().requires_grad_()
+    with NativeOnly():
+        v, i = torch.mode(tx, 1)
+        v.sum().backward()
+    ev, ei = torch.mode(xc, 1)
+    ev.sum().backward()
+    check_close(v, ev.detach())
+    assert torch.equal(i.cpu(), ei)
+    check_close(tx.grad, xc.grad)
+    same_error_misc2(torch.mode, [torch.zeros(2, 0), 1], exc=IndexError, match="non-zero size")
+    same_error_misc2(torch.mode, [torch.zeros(3, dtype=torch.complex64), 0], exc=NotImplementedError)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
+def test_unique_consecutive_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(0, 3, (4, 10), generator=g).to(dtype)
+    if dtype.is_floating_point:
+        x[0, :4] = torch.tensor([NAN, NAN, -0.0, 0.0])  # NaNs differ; zeros do not
+    with NativeOnly():
+        got = torch.unique_consecutive(t(x), return_inverse=True, return_counts=True)
+        plain = torch.unique_consecutive(t(x))
+        rows = torch.unique_consecutive(t(x).t(), return_inverse=True, return_counts=True, dim=0)
+        cols = torch.unique_consecutive(t(x), dim=1)
+    exp = torch.unique_consecutive(x, return_inverse=True, return_counts=True)
+    for a, e in zip(got, exp):
+        assert_bitwise_equal(a.cpu(), e)
+    assert_bitwise_equal(plain.cpu(), torch.unique_consecutive(x))
+    for a, e in zip(rows, torch.unique_consecutive(x.t(), return_inverse=True,
+                                                   return_counts=True, dim=0)):
+        assert_bitwise_equal(a.cpu(), e)
+    assert_bitwise_equal(cols.cpu(), torch.unique_consecutive(x, dim=1))
+
+
+def test_unique_consecutive_empty_and_errors():
+    for args in [(torch.zeros(0),), (torch.zeros(0, 3), 0)]:
+        dim = args[1] if len(args) > 1 else None
+        with NativeOnly():
+            got = torch.ops.aten.unique_consecutive(t(args[0]), True, True, dim)
+        for a, e in zip(got, torch.ops.aten.unique_consecutive(args[0], True, True, dim)):
+            assert a.shape == e.shape and a.dtype == e.dtype
+    same_error_misc2(lambda x: torch.unique_consecutive(x, dim=0), [torch.zeros(2, 0)],
+               match="0 sized dimensions")
+
+
+def test_complex_cumsum_cumprod():
+    x = make(torch.complex64, (3, 7), seed=10, specials=False) / 100
+    with NativeOnly():
+        s = torch.cumsum(t(x), 1)
+        p = torch.cumprod(t(x).t(), 0)  # non-contiguous
+        p128 = torch.cumprod(t(x), 1, dtype=torch.complex128)
+        s0 = torch.cumsum(t(x[0, 0]), 0)  # 0-d
+    check_close(s, torch.cumsum(x, 1))
+    check_close(p, torch.cumprod(x.t(), 0))
+    check_close(p128, torch.cumprod(x, 1, dtype=torch.complex128), dict(rtol=1e-6, atol=1e-9))
+    check_close(s0, torch.cumsum(x[0, 0], 0))
+
+
+@pytest.fixture
+def _reset():
+    torch_pjrt.reset_metrics()
+    yield
+
+
+def no_fallbacks():
+    assert torch_pjrt.fallbacks() == {}
+
+
+@pytest.mark.usefixtures("_reset")
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.bfloat16])
+def test_isin_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 12, (3, 5), generator=g).to(dtype)
+    t = torch.tensor([2, 7, 7, 11]).to(dtype)
+    for invert in (False, True):
+        got = torch.isin(x.to("tpu"), t.to("tpu"), invert=invert)
+        assert got.dtype == torch.bool and got.device.type == "tpu"
+        assert torch.equal(got.cpu(), torch.isin(x, t, invert=invert))
+    no_fallbacks()
+
+
+@pytest.mark.usefixtures("_reset")
+def test_isin_promotes_and_nan_and_views():
+    x = torch.tensor([1, 2, 3, 4])
+    t = torch.tensor([1.5, 2.0, 4.0])
+    assert torch.equal(torch.isin(x.to("tpu"), t.to("tpu")).cpu(), torch.isin(x, t))
+    f = torch.tensor([float("nan"), 1.0, -0.0])
+    tf = torch.tensor([float("nan"), 0.0])
+    assert torch.equal(torch.isin(f.to("tpu"), tf.to("tpu")).cpu(), torch.isin(f, tf))
+    big = torch.arange(24).view(4, 6)
+    v = big.to("tpu").t()[1:, ::2]  # a non-contiguous view
+    assert torch.equal(torch.isin(v, torch.tensor([3, 8, 13], device="tpu")).cpu(),
+                       torch.isin(big.t()[1:, ::2], torch.tensor([3, 8, 13])))
+    no_fallbacks()
+
+
+@pytest.mark.usefixtures("_reset")
+def test_isin_scalar_forms_out_and_empty():
+    x = torch.tensor([[1, 2], [3, 2]])
+    xt = x.to("tpu")
+    assert torch.equal(torch.isin(xt, 2).cpu(), torch.isin(x, 2))
+    assert torch.equal(torch.isin(xt, 2.5).cpu(), torch.isin(x, 2.5))
+    assert torch.isin(3, torch.tensor([1, 3], device="tpu")).item() is True
+    out = torch.empty(0, dtype=torch.bool, device="tpu")
+    torch.isin(xt, torch.tensor([3], device="tpu"), out=out)
+    assert torch.equal(out.cpu(), torch.isin(x, torch.tensor([3])))
+    empty = torch.tensor([], dtype=torch.long, device="tpu")
+    assert torch.equal(torch.isin(xt, empty).cpu(), torch.zeros(2, 2, dtype=torch.bool))
+    assert torch.equal(torch.isin(xt, empty, invert=True).cpu(), torch.ones(2, 2, dtype=torch.bool))
+    assert torch.isin(empty, xt).shape == (0,)
+    no_fallbacks()
+
+
+@pytest.mark.usefixtures("_reset")
+def test_isin_errors():
+    c = torch.tensor([1 + 1j])
+    with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin"):
+        torch.isin(c.to("tpu"), c.to("tpu"))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.isin(torch.tensor([1, 2], device="tpu"), torch.tensor([1, 2]))

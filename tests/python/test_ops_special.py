@@ -5,7 +5,7 @@ special.erfcx, special.log_ndtr,
 the Bessel functions special.bessel_j0/j1/y0/y1, modified_bessel_i0/i1/k0/k1,
 scaled_modified_bessel_k0/k1, spherical_bessel_j0, special.airy_ai and the
 orthogonal polynomials (Chebyshev, shifted Chebyshev, Hermite, Laguerre,
-Legendre). Values
+Legendre), logit, igamma/igammac. Values
 over wide ranges with poles, negative integers, huge arguments and inf/NaN;
 float32, float64 and the half types (computed in float32 like CPU); integer
 inputs (promoted); in-place and out= forms; gradients; CPU's errors; and that
@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import torch_pjrt
+import torch.nn.functional as F
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -308,3 +309,94 @@ def test_sinc_complex_runs_on_cpu_counted():
     torch.tpu.synchronize()
     torch.testing.assert_close(out.cpu(), torch.sinc(z))
     assert "aten::sinc" in torch_pjrt.fallbacks()
+
+
+TOL_nn2 = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
+       torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float16: dict(rtol=2e-3, atol=2e-3)}
+
+
+def check_nn2(fn, *inputs, dtype=torch.float32, grad=True, tol=None, seed=0):
+    """fn on CPU and on tpu (inputs that are float tensors get gradients):
+    outputs, then gradients for a random cotangent, compared; no fallback."""
+    tol = tol or TOL_nn2[dtype]
+    cpu = [x.detach().clone().requires_grad_(grad and x.is_floating_point())
+           if isinstance(x, torch.Tensor) else x for x in inputs]
+    dev = [x.detach().to("tpu").requires_grad_(grad and x.is_floating_point())
+           if isinstance(x, torch.Tensor) else x for x in inputs]
+    torch.tpu.synchronize()
+    torch_pjrt.reset_fallbacks()
+    oc, od = fn(*cpu), fn(*dev)
+    oc = oc if isinstance(oc, tuple) else (oc,)
+    od = od if isinstance(od, tuple) else (od,)
+    for a, e in zip(od, oc):
+        torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
+    if grad:
+        g = torch.Generator().manual_seed(seed)
+        cot = torch.randn(oc[0].shape, generator=g, dtype=torch.float32).to(oc[0].dtype)
+        (oc[0] * cot).sum().backward()
+        (od[0] * cot.to("tpu")).sum().backward()
+        for xc, xd in zip(cpu, dev):
+            if isinstance(xc, torch.Tensor) and xc.requires_grad:
+                torch.testing.assert_close(xd.grad.cpu(), xc.grad, equal_nan=True, **tol)
+    torch.tpu.synchronize()
+    assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
+    return od
+
+
+def test_logit_with_and_without_eps():
+    x = torch.tensor([-0.5, 0.0, 0.05, 0.3, 0.5, 0.97, 1.0, 1.5, float("nan")])
+    check_nn2(lambda x: torch.logit(x), x)
+    check_nn2(lambda x: torch.logit(x, eps=0.1), x)
+    check_nn2(lambda x: torch.logit(x, eps=0.1), x.double(), dtype=torch.float64)
+    check_nn2(lambda x: torch.logit(x, 1e-2), torch.rand(4, 5).bfloat16(), dtype=torch.bfloat16)
+    # integer input gives float, as on CPU
+    torch.testing.assert_close(torch.logit(torch.tensor([0, 1, 2], device="tpu")).cpu(),
+                               torch.logit(torch.tensor([0, 1, 2])), equal_nan=True)
+    y = torch.rand(3, 4, device="tpu")
+    e = torch.logit(y.cpu(), 0.2)
+    y.logit_(0.2)
+    torch.testing.assert_close(y.cpu(), e)
+
+
+def _igamma_inputs(dtype):
+    """Every regime of CPU's algorithm: the power series, both complements,
+    the continued fraction, Temme's expansion (a > 20 with x near a, and
+    a > 200), and the boundary values."""
+    g = torch.Generator().manual_seed(9)
+    a = torch.cat([torch.rand(60, generator=g) * 5, torch.rand(60, generator=g) * 50,
+                   100 + torch.rand(30, generator=g) * 300])
+    x = torch.cat([torch.rand(60, generator=g) * 5, torch.rand(60, generator=g) * 60,
+                   a[120:] * (0.9 + 0.2 * torch.rand(30, generator=g))])
+    inf, nan = float("inf"), float("nan")
+    sa = torch.tensor([0.0, 0.0, 1.0, inf, inf, 2.0, nan, -1.0, 3.0, 0.5, 25.0, 250.0, inf])
+    sx = torch.tensor([0.0, 1.0, 0.0, 5.0, inf, inf, 1.0, 1.0, -1.0, 0.6, 24.0, 260.0, nan])
+    return torch.cat([a, sa]).to(dtype), torch.cat([x, sx]).to(dtype)
+
+
+# each igamma program takes seconds to compile: a few combinations only
+@pytest.mark.parametrize("fn,dtype", [(torch.igamma, torch.float32), (torch.igammac, torch.float32),
+                                      (torch.igammac, torch.float64)],
+                         ids=["igamma-float32", "igammac-float32", "igammac-float64"])
+def test_igamma_matches_cpu(fn, dtype, native_only, no_leaks):
+    a, x = _igamma_inputs(dtype)
+    tol = {torch.float32: dict(atol=1e-6, rtol=1e-5), torch.float64: dict(atol=1e-13, rtol=1e-12)}
+    torch.testing.assert_close(fn(a.to("tpu"), x.to("tpu")).cpu(), fn(a, x), equal_nan=True,
+                               **tol[dtype])
+
+
+def test_igammac_out_inplace_broadcast_view(native_only):
+    a, x = torch.rand(3, 2) * 4, torch.rand(4) * 4
+    xv = x.to("tpu")[::2]  # a strided view, broadcast over rows
+    expected = torch.igammac(a, x[::2])
+    out = torch.empty(0, device="tpu")
+    torch.igammac(a.to("tpu"), xv, out=out)
+    torch.testing.assert_close(out.cpu(), expected, atol=1e-6, rtol=1e-5)
+    t = a.to("tpu")
+    t.igammac_(xv)
+    torch.testing.assert_close(t.cpu(), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_igamma_integer_raises_cpu_error():
+    i = torch.ones(3, dtype=torch.long)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch.igamma(i.to("tpu"), i.to("tpu"))

@@ -1,5 +1,7 @@
-"""F.interpolate on tpu: nearest, nearest-exact, linear, bilinear and
-trilinear, forward and backward, against PyTorch's CPU kernels."""
+"""F.interpolate on tpu: nearest, nearest-exact, linear, bilinear,
+trilinear and bicubic, and antialiased bilinear/bicubic
+(_upsample_{bilinear,bicubic}2d_aa), forward and backward, against
+PyTorch's CPU kernels."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -151,3 +153,121 @@ def test_upsample_module_in_a_training_step():
     for pt, pc in zip(net_t.parameters(), net_c.parameters()):
         torch.testing.assert_close(pt.grad.cpu(), pc.grad, atol=1e-4, rtol=1e-4)
     assert torch_pjrt.fallbacks() == {}
+
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
+       torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float16: dict(rtol=2e-3, atol=2e-3)}
+
+
+def check(fn, *inputs, dtype=torch.float32, grad=True, tol=None, seed=0):
+    """fn on CPU and on tpu (inputs that are float tensors get gradients):
+    outputs, then gradients for a random cotangent, compared; no fallback."""
+    tol = tol or TOL[dtype]
+    cpu = [x.detach().clone().requires_grad_(grad and x.is_floating_point())
+           if isinstance(x, torch.Tensor) else x for x in inputs]
+    dev = [x.detach().to("tpu").requires_grad_(grad and x.is_floating_point())
+           if isinstance(x, torch.Tensor) else x for x in inputs]
+    torch.tpu.synchronize()
+    torch_pjrt.reset_fallbacks()
+    oc, od = fn(*cpu), fn(*dev)
+    oc = oc if isinstance(oc, tuple) else (oc,)
+    od = od if isinstance(od, tuple) else (od,)
+    for a, e in zip(od, oc):
+        torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
+    if grad:
+        g = torch.Generator().manual_seed(seed)
+        cot = torch.randn(oc[0].shape, generator=g, dtype=torch.float32).to(oc[0].dtype)
+        (oc[0] * cot).sum().backward()
+        (od[0] * cot.to("tpu")).sum().backward()
+        for xc, xd in zip(cpu, dev):
+            if isinstance(xc, torch.Tensor) and xc.requires_grad:
+                torch.testing.assert_close(xd.grad.cpu(), xc.grad, equal_nan=True, **tol)
+    torch.tpu.synchronize()
+    assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
+    return od
+
+
+def test_interpolate_bicubic():
+    torch.manual_seed(9)
+    x = torch.randn(2, 3, 5, 7)
+    check(lambda x: F.interpolate(x, size=(8, 11), mode="bicubic"), x)
+    check(lambda x: F.interpolate(x, size=(3, 4), mode="bicubic", align_corners=True), x)
+    check(lambda x: F.interpolate(x, scale_factor=(1.7, 0.6), mode="bicubic"), x.transpose(2, 3))
+    check(lambda x: F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False), x[:1].double(),
+          dtype=torch.float64)
+    check(lambda x: F.interpolate(x, size=(9, 4), mode="bicubic"), x.bfloat16(), dtype=torch.bfloat16)
+    # uint8 runs CPU's kernel (counted)
+    xu = torch.randint(0, 255, (1, 2, 4, 4), dtype=torch.uint8)
+    torch.testing.assert_close(F.interpolate(xu.to("tpu"), size=(6, 6), mode="bicubic").cpu(),
+                               F.interpolate(xu, size=(6, 6), mode="bicubic"))
+
+
+TOL_sampling = {torch.float32: dict(atol=2e-5, rtol=1e-5), torch.float64: dict(atol=1e-12, rtol=1e-12)}
+
+
+AA_CASES = [
+    ("bilinear", (16, 19), dict(size=(5, 7))),
+    ("bilinear", (8, 9), dict(size=(16, 20), align_corners=True)),
+    ("bilinear", (10, 10), dict(scale_factor=0.37)),
+    ("bicubic", (7, 30), dict(size=(3, 31), align_corners=True)),
+    ("bicubic", (12, 6), dict(size=(12, 4))),  # one axis unchanged
+]
+
+
+@pytest.mark.parametrize("mode,insize,kw", AA_CASES, ids=lambda v: str(v))
+def test_interpolate_antialias_matches_cpu(mode, insize, kw, native_only, no_leaks):
+    torch.manual_seed(7)
+    x = torch.randn(2, 3, *insize)
+    xc, xt = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
+    yc = F.interpolate(xc, mode=mode, antialias=True, **kw)
+    yt = F.interpolate(xt, mode=mode, antialias=True, **kw)
+    torch.testing.assert_close(yt.detach().cpu(), yc.detach(), **TOL_sampling[torch.float32])
+    g = torch.randn(yc.shape)
+    yc.backward(g)
+    yt.backward(g.to("tpu"))
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL_sampling[torch.float32])
+
+
+def test_interpolate_antialias_float64_and_views(native_only):
+    torch.manual_seed(8)
+    x = torch.randn(2, 9, 11, 3, dtype=torch.float64).permute(0, 3, 1, 2)
+    yc = F.interpolate(x, size=(4, 5), mode="bicubic", antialias=True)
+    yt = F.interpolate(x.to("tpu"), size=(4, 5), mode="bicubic", antialias=True)
+    torch.testing.assert_close(yt.cpu(), yc, **TOL_sampling[torch.float64])
+
+
+def test_interpolate_antialias_keeps_inf_local(native_only):
+    x = torch.zeros(1, 1, 1, 12)
+    x[..., 0] = float("inf")
+    yc = F.interpolate(x, size=(1, 3), mode="bilinear", antialias=True)
+    yt = F.interpolate(x.to("tpu"), size=(1, 3), mode="bilinear", antialias=True)
+    torch.testing.assert_close(yt.cpu(), yc)
+    assert torch.isfinite(yt.cpu()[..., 1:]).all()
+
+
+def test_upsample_aa_out_form(native_only):
+    x = torch.randn(1, 2, 10, 8)
+    out = torch.empty(0, device="tpu")
+    torch.ops.aten._upsample_bilinear2d_aa.out(x.to("tpu"), [4, 3], False, None, None, out=out)
+    torch.testing.assert_close(out.cpu(), torch.ops.aten._upsample_bilinear2d_aa(x, [4, 3], False),
+                               **TOL_sampling[torch.float32])
+
+
+def test_upsample_aa_uint8_runs_cpu_kernel():
+    x = (torch.rand(1, 3, 10, 10) * 255).to(torch.uint8)
+    torch_pjrt.reset_fallbacks()
+    yt = F.interpolate(x.to("tpu"), size=(4, 4), mode="bilinear", antialias=True)
+    assert torch.equal(yt.cpu(), F.interpolate(x, size=(4, 4), mode="bilinear", antialias=True))
+    assert "aten::_upsample_bilinear2d_aa" in torch_pjrt.fallbacks()
+
+
+def test_upsample_aa_half_raises_cpu_error():
+    x = torch.randn(1, 1, 8, 8, dtype=torch.bfloat16, device="tpu")
+    with pytest.raises(RuntimeError, match="not implemented for 'BFloat16'"):
+        F.interpolate(x, size=(4, 4), mode="bilinear", antialias=True)
+
+
+def test_upsample_aa_bad_size_raises():
+    x = torch.randn(1, 1, 8, 8)
+    with pytest.raises(RuntimeError, match="should be greater than 0"):
+        torch.ops.aten._upsample_bilinear2d_aa(x.to("tpu"), [0, 4], False)

@@ -1,4 +1,4 @@
-"""out= overloads served by their native functional kernel (csrc/outform.cpp):
+"""out= overloads served by their native functional kernel (csrc/ops/outform.cpp):
 values vs CPU, the out's final shape and strides, resize_output's warning for
 a non-empty out of the wrong shape, non-contiguous outs, dtype casting and
 CPU's errors, multi-output ops, overlap errors, and that nothing falls back —

@@ -73,7 +73,7 @@ def test_profile_use_device_tpu(no_leaks):
 
 def test_legacy_profiler_reports_device_time(no_leaks):
     # Without Kineto the profiler times each op on the device through the
-    # PrivateUse1 stubs (csrc/profiler.cpp): tpu events around every op.
+    # PrivateUse1 stubs (csrc/device/profiler.cpp): tpu events around every op.
     def work():  # a matmul long enough (~0.1 ms) to time on the host's clock
         x = torch.randn(256, 256, device="tpu")
         return torch.relu(x @ x + 1).sum().item()

@@ -1,0 +1,173 @@
+// Helpers that several op glue files share: running one table op into
+// tensors shaped like PyTorch's meta results, CPU's errors where a meta
+// function refuses a call, and small conversions. Inline, in torch_pjrt, so
+// a glue file includes this and uses what it needs.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <initializer_list>
+#include <vector>
+
+#include "common.h"
+#include "inplace.h"
+
+namespace torch_pjrt {
+
+using at::Scalar;
+using at::ScalarType;
+using at::Tensor;
+
+// pow(Scalar, Tensor) as CPU's kernel does it: ones for a base of 1 (even
+// for NaN exponents), otherwise pow with the base as a wrapped number.
+inline Tensor pow_scalar(const Scalar& base, const Tensor& exp) {
+  if (base.equal(1.0)) {
+    ScalarType t = at::result_type(exp, base);
+    return at::full(exp.sizes(), 1, exp.options().dtype(t));
+  }
+  return at::pow(wrap_scalar(base), exp);
+}
+
+// Runs check (PyTorch's meta function, or checks written here); when it
+// refuses, runs cpu (the op on CPU copies) so that the error raised is CPU's
+// own, word for word, and raises check's error if CPU's kernel did not.
+template <class Check, class Cpu>
+inline void checked_like_cpu(Check check, Cpu cpu) {
+  try {
+    check();
+  } catch (const std::exception&) {
+    cpu();
+    throw;
+  }
+}
+
+// conj_physical materialized: the stored values of a conj view, or the
+// real part with the imaginary part negated.
+inline Tensor conj_physical(const Tensor& self) {
+  if (!self.is_complex()) return self.clone();
+  if (self.is_conj()) return self.conj().clone();
+  return at::complex(at::real(self), at::neg(at::imag(self)));
+}
+
+[[noreturn]] inline void no_kernel(const char* kernel, ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", kernel, "\" not implemented for '", t, "'");
+  TORCH_INTERNAL_ASSERT(false);
+}
+
+// The meta call m(); when it refuses, CPU's kernel (cpu()) raises its own
+// error, or m's error is raised if CPU accepted the call.
+template <class M, class C>
+inline auto meta_or_cpu(M m, C cpu) -> decltype(m()) {
+  try {
+    return m();
+  } catch (const std::exception&) {
+    cpu();
+    throw;
+  }
+}
+
+// Runs op on the tensors ts (tpu, or CPU 0-d scalars) into new tensors
+// shaped like metas.
+inline std::vector<Tensor> run_outs(const char* op, std::initializer_list<const Tensor*> ts,
+                        std::initializer_list<Tensor> metas, const std::vector<int64_t>& attrs) {
+  for (const Tensor* t : ts) check_supported(*t, op);
+  c10::Device dev = common_device(op, ts);
+  c10::DeviceGuard guard(dev);
+  std::vector<Tensor> outs;
+  bool empty = false;
+  for (const Tensor& m : metas) {
+    outs.push_back(at::empty(m.sizes(), m.options().device(dev)));
+    empty = empty || m.numel() == 0;
+  }
+  if (empty) return outs;
+  OpArgs a;
+  for (const Tensor* t : ts) add_operand(a, *t, dev.index());
+  run_op(op, dev.index(), a, attrs, outs);
+  return outs;
+}
+
+inline int64_t wrap_dim0(int64_t dim, const Tensor& self) {
+  return self.dim() == 0 ? 0 : c10::maybe_wrap_dim(dim, self.dim());
+}
+
+// Runs op with the operands of `ts` (tpu tensors or CPU scalars) into a new
+// tensor shaped like meta_out, after `scalars` are appended.
+// in_place (an in-place form: the first of ts): when the result is shaped
+// and typed like it and it is its storage's natural tensor, its storage is
+// updated in place (inplace.h) and it is returned.
+inline Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta_out,
+                std::vector<int64_t> attrs, std::initializer_list<const Scalar*> scalars = {},
+                const Tensor* in_place = nullptr) {
+  for (const Tensor* t : ts) check_supported(*t, op);
+  c10::Device dev = common_device(op, ts);
+  c10::DeviceGuard guard(dev);
+  OpArgs a;
+  if (in_place && in_place->sizes() == meta_out.sizes() &&
+      in_place->scalar_type() == meta_out.scalar_type() && add_in_place_operand(a, *in_place)) {
+    for (const Tensor* t : ts)
+      if (t != *ts.begin()) add_operand(a, *t, dev.index());
+    for (const Scalar* s : scalars) a.scalar(*s, meta_out.scalar_type(), dev.index());
+    run_op_in_place(op, dev.index(), a, attrs, *in_place);
+    return *in_place;
+  }
+  Tensor out = at::empty(meta_out.sizes(), meta_out.options().device(dev));
+  for (const Tensor* t : ts) add_operand(a, *t, dev.index());
+  for (const Scalar* s : scalars) a.scalar(*s, out.scalar_type(), dev.index());
+  run_op(op, dev.index(), a, attrs, {out});
+  return out;
+}
+
+// Runs op on the tpu tensors ts, then the runtime scalars (rounded to
+// scalar_dt, as CPU's kernels read them), into a tensor shaped like meta.
+inline Tensor run_meta(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta,
+               std::vector<int64_t> attrs, std::initializer_list<Scalar> scalars = {},
+               at::ScalarType scalar_dt = at::kFloat) {
+  for (const Tensor* t : ts) check_supported(*t, op);
+  c10::Device dev = common_device(op, ts);
+  c10::DeviceGuard guard(dev);
+  Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
+  OpArgs a;
+  for (const Tensor* t : ts) add_operand(a, *t, dev.index());
+  for (const Scalar& s : scalars) a.scalar(s, scalar_dt, dev.index());
+  run_op(op, dev.index(), a, attrs, {out});
+  return out;
+}
+
+inline int64_t acc_dtype(at::ScalarType t) { return to_tpj_dtype(accumulator(t)); }
+inline Tensor on_device(const Tensor& t, c10::Device dev) { return t.device() == dev ? t : t.to(dev); }
+
+inline Tensor& put_out(Tensor& out, const Tensor& result, const char* op) {
+  at::native::resize_output(out, result.sizes());
+  assign_result(out, result, op);
+  return out;
+}
+
+// A defined optional tensor; its meta tensor, or an undefined one.
+inline bool has_tensor(const std::optional<Tensor>& t) { return t && t->defined(); }
+inline Tensor meta_or_undefined(const std::optional<Tensor>& t) { return has_tensor(t) ? to_meta(*t) : Tensor(); }
+
+// Every tensor operand on one tpu device (PyTorch's message otherwise).
+inline c10::Device device_of(const char* op, const std::vector<const Tensor*>& ts) {
+  for (const Tensor* t : ts) check_supported(*t, op);
+  c10::Device dev = ts[0]->device();
+  for (const Tensor* t : ts)
+    TORCH_CHECK(t->device() == dev, "Expected all tensors to be on the same device, but found at "
+                "least two devices, ", dev, " and ", t->device(), "!");
+  return dev;
+}
+
+inline Tensor empty_like_meta(const Tensor& meta, c10::Device dev) {
+  return at::empty(meta.sizes(), meta.options().device(dev));
+}
+
+// XLA's convolution and pooling are for floating types.
+inline bool native_dtype(at::ScalarType t) { return c10::isFloatingType(t); }
+
+inline void check_devices(const char* op, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) check_supported(*t, op);
+  common_device(op, ts);
+}
+
+}  // namespace torch_pjrt
