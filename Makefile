@@ -30,7 +30,9 @@ $(VENV)/.stamp-deps: pyproject.toml
 
 # The editable install (and the extension build) reruns only when a source changed.
 # csrc/ has rooms (device/, ops/, compile/, ...): every file in them counts.
-build/.stamp-ext: $(VENV)/.stamp-deps build/libtpj.a setup.py pyproject.toml $(wildcard csrc/* csrc/*/*) $(wildcard python/torch_pjrt/*.py)
+# The C core is a dependency through its sources: setup.py builds it with
+# `make -j<cores> lib` (built here as a prerequisite it would compile serially).
+build/.stamp-ext: $(VENV)/.stamp-deps $(CORE_SRC) $(wildcard src/*/*.h) setup.py pyproject.toml $(wildcard csrc/* csrc/*/*) $(wildcard python/torch_pjrt/*.py)
 	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(PIP) install -q --no-build-isolation --no-deps -e .
 	touch $@
 

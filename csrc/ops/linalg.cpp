@@ -678,6 +678,7 @@ Tensor dot(const Tensor& self, const Tensor& other) {
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
   m.impl("mm", TORCH_FN(mm));
   m.impl("bmm", TORCH_FN(bmm));
   m.impl("addmm", TORCH_FN(addmm));

@@ -351,6 +351,7 @@ Tensor bce_backward(const Tensor& g, const Tensor& self, const Tensor& target,
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
   m.impl("mse_loss", TORCH_FN(mse_loss));
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
   m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss));

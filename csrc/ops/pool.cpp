@@ -257,7 +257,7 @@ Tensor max_pool2d_with_indices_backward_tpu(const Tensor& grad, const Tensor& se
   return out;
 }
 
-std::vector<int64_t> avg_attrs(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+std::vector<int64_t> avg2d_attrs(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
                                IntArrayRef padding, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
   auto k = pair(kernel_size, kernel_size), s = pair(stride, kernel_size), p = pair(padding, {0});
@@ -286,7 +286,7 @@ Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
   OpArgs a;
   a.tensor(self);
   run_op(op, dev.index(), a,
-         avg_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override), {out});
+         avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override), {out});
   return out;
 }
 
@@ -309,7 +309,7 @@ Tensor avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
   OpArgs a;
   a.tensor(grad);
   run_op(op, dev.index(), a,
-         avg_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override), {out});
+         avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override), {out});
   return out;
 }
 
@@ -345,6 +345,7 @@ Tensor adaptive_avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self) 
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_tpu));
   m.impl("max_pool2d_with_indices_backward", TORCH_FN(max_pool2d_with_indices_backward_tpu));
   m.impl("avg_pool2d", TORCH_FN(avg_pool2d_tpu));

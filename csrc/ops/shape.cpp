@@ -252,6 +252,8 @@ Tensor meta_repl3(const Tensor& x, c10::SymIntArrayRef p) { return at::replicati
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
+  using at::Tensor;
   // a view (as_strided over the same storage), used by repeat
   m.impl("unfold", TORCH_FN(at::native::unfold));
   m.impl("tril", TORCH_FN(torch_pjrt::tril));

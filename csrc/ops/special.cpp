@@ -346,6 +346,7 @@ Tensor& igammac_inplace(Tensor& self, const Tensor& x) {
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
   m.impl("igamma", TORCH_FN(igamma_tpu));
   m.impl("igammac", TORCH_FN(igammac_tpu));
   m.impl("igamma_", TORCH_FN(igamma_inplace));

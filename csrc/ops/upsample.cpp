@@ -315,6 +315,7 @@ Tensor bicubic_aa_backward(const Tensor& grad, L size, L input_size, bool ac, D 
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
   m.impl("_upsample_bilinear2d_aa", TORCH_FN(bilinear_aa));
   m.impl("_upsample_bicubic2d_aa", TORCH_FN(bicubic_aa));
   m.impl("_upsample_bilinear2d_aa_backward", TORCH_FN(bilinear_aa_backward));

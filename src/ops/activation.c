@@ -256,9 +256,13 @@ void tpj_lower_log_sigmoid_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
                results);
 }
 
+#undef SUB
 #define SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
+#undef MUL
 #define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
+#undef CMP
 #define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
+#undef SEL
 #define SEL(c, x, y) tpj_hlo_emit_select(b, c, x, y)
 
 /* ---- glu, prelu ------------------------------------------------------------ */
