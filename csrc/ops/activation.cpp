@@ -483,7 +483,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
   using at::Scalar;
   using at::Tensor;
-  using SymArr = c10::SymIntArrayRef;
   // The .out/.grad_input forms not registered here are served by
   // outform.cpp (the functional kernel, then CPU's out= rules). hardshrink,
   // softshrink and threshold keep theirs: their CPU kernels (TensorIterator)

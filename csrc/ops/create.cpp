@@ -203,7 +203,6 @@ Tensor tri_indices(bool upper, int64_t row, int64_t col, int64_t offset,
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   namespace tp = torch_pjrt;
-  using at::Tensor;
   m.impl("tril_indices", [](int64_t r, int64_t c, int64_t off, std::optional<at::ScalarType> dt,
                             std::optional<at::Layout> l, std::optional<at::Device> d,
                             std::optional<bool> p) {

@@ -95,9 +95,6 @@ Tensor pdist_backward(const Tensor& g, const Tensor& x, double p, const Tensor& 
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  using at::Scalar;
-  using at::Tensor;
-  using SymArr = c10::SymIntArrayRef;
   m.impl("_cdist_forward", TORCH_FN(torch_pjrt::cdist_forward));
   m.impl("_cdist_backward", TORCH_FN(torch_pjrt::cdist_backward));
   m.impl("_pdist_forward", TORCH_FN(torch_pjrt::pdist_forward));

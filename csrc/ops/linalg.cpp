@@ -492,7 +492,6 @@ Tensor matrix_exp(const Tensor& self) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   namespace tp = torch_pjrt;
-  using at::Tensor;
   m.impl("linalg_cross", TORCH_FN(tp::linalg_cross));
   m.impl("linalg_matrix_exp", TORCH_FN(tp::matrix_exp));
 }
@@ -574,7 +573,6 @@ Tensor k_grouped_mm(const Tensor& self, const Tensor& mat2, const std::optional<
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  using at::Tensor;
   m.impl("_grouped_mm", TORCH_FN(k_grouped_mm));
 }
 
@@ -695,11 +693,6 @@ using at::ScalarType;
 using at::Tensor;
 }  // namespace
 }  // namespace torch_pjrt
-namespace {
-namespace tp = torch_pjrt;
-using at::Scalar;
-using at::Tensor;
-}  // namespace
 namespace torch_pjrt {
 namespace {
 

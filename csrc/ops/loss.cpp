@@ -233,9 +233,6 @@ Tensor multilabel_margin_backward(const Tensor& g, const Tensor& x, const Tensor
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  using at::Scalar;
-  using at::Tensor;
-  using SymArr = c10::SymIntArrayRef;
   m.impl("nll_loss2d_forward", TORCH_FN(torch_pjrt::nll_loss2d_forward));
   m.impl("nll_loss2d_backward", TORCH_FN(torch_pjrt::nll_loss2d_backward));
   m.impl("multi_margin_loss", TORCH_FN(torch_pjrt::multi_margin));
@@ -394,11 +391,6 @@ using at::ScalarType;
 using at::Tensor;
 }  // namespace
 }  // namespace torch_pjrt
-namespace {
-namespace tp = torch_pjrt;
-using at::Scalar;
-using at::Tensor;
-}  // namespace
 namespace torch_pjrt {
 
 at::Tensor to_host(const at::Tensor& src);  // copy.cpp

@@ -285,7 +285,6 @@ std::tuple<Tensor, Tensor, Tensor> bn_backward(
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   namespace tp = torch_pjrt;
-  using at::Tensor;
   m.impl("_batch_norm_with_update", TORCH_FN(tp::bn_with_update));
   m.impl("batch_norm_backward", TORCH_FN(tp::bn_backward));
 }

@@ -716,7 +716,6 @@ Tensor& inplace(Tensor& self, const Tensor& other) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   namespace tp = torch_pjrt;
-  using at::Tensor;
   m.impl("gcd", TORCH_FN((tp::gcd_like<tp::kGcd, tp::kGcdCpu>)));
   m.impl("gcd_", TORCH_FN((tp::inplace<tp::gcd_like<tp::kGcd, tp::kGcdCpu>>)));
   m.impl("lcm", TORCH_FN((tp::gcd_like<tp::kLcm, tp::kLcmCpu>)));

@@ -367,7 +367,6 @@ Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   namespace tp = torch_pjrt;
-  using at::Tensor;
   m.impl("segment_reduce", TORCH_FN(tp::segment_reduce));
   m.impl("_segment_reduce_backward", TORCH_FN(tp::segment_reduce_backward));
   m.impl("bincount", TORCH_FN(tp::bincount));

@@ -152,9 +152,6 @@ Tensor channel_shuffle(const Tensor& x, c10::SymInt groups) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  using at::Scalar;
-  using at::Tensor;
-  using SymArr = c10::SymIntArrayRef;
   m.impl("channel_shuffle", TORCH_FN(torch_pjrt::channel_shuffle));
 }
 
@@ -304,11 +301,6 @@ using at::ScalarType;
 using at::Tensor;
 }  // namespace
 }  // namespace torch_pjrt
-namespace {
-namespace tp = torch_pjrt;
-using at::Scalar;
-using at::Tensor;
-}  // namespace
 namespace torch_pjrt {
 namespace {
 

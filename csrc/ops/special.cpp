@@ -290,9 +290,7 @@ Tensor logit_backward(const Tensor& g, const Tensor& x, std::optional<double> ep
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  using at::Scalar;
   using at::Tensor;
-  using SymArr = c10::SymIntArrayRef;
 
 
   m.impl("logit", TORCH_FN(torch_pjrt::logit));

@@ -251,9 +251,6 @@ Tensor bicubic_backward(const Tensor& g, c10::SymIntArrayRef out_size, c10::SymI
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  using at::Scalar;
-  using at::Tensor;
-  using SymArr = c10::SymIntArrayRef;
   m.impl("upsample_bicubic2d", TORCH_FN(torch_pjrt::bicubic));
   m.impl("upsample_bicubic2d_backward", TORCH_FN(torch_pjrt::bicubic_backward));
 }

@@ -10,10 +10,11 @@
  * to the compute dtype and broadcast to the output's dims; the formulas
  * follow CPU's kernels branch for branch, so NaN and the boundary points
  * (x == threshold) take the same side as on CPU. */
-#include "ops/ops.h"
-#include "ops/lower_util.h"
 #include <math.h>
+
 #include "hlo/sort.h"
+#include "ops/lower_util.h"
+#include "ops/ops.h"
 
 typedef struct {
   tpj_hlo_builder_t* b;

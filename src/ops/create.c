@@ -1,10 +1,11 @@
 /* ops/create: tensor creation: arange, linspace, eye, tril_indices and
  * triu_indices. Each writes a whole fresh output whose shape PyTorch
  * computed (ctx->outs[0]). */
-#include "ops/ops.h"
-#include "ops/lower_util.h"
 #include <math.h>
+
 #include "hlo/sort.h"
+#include "ops/lower_util.h"
+#include "ops/ops.h"
 
 /* arange: in[0] start, in[1] step (0-d); attrs[0] the dtype the values are
  * computed in (CPU's accumulate type: double for float32, float for half

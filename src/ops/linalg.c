@@ -4,10 +4,11 @@
  * dtype (PyTorch requires both operands to share it); for addmm/baddbmm
  * attrs[1] != 0 adds beta * in[0] (in[3] is beta when attrs[2]), and
  * attrs[3] != 0 scales the product by alpha (in[4], or in[3] without beta). */
-#include "ops/ops.h"
-#include "ops/lower_util.h"
 #include <math.h>
+
 #include "hlo/sort.h"
+#include "ops/lower_util.h"
+#include "ops/ops.h"
 
 static tpj_hlo_value_t tpj_matmul(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y,
                                   tpj_dtype_t dt) {

@@ -6,9 +6,10 @@
  * by the glue on the host first.
  * attrs: [0] compute dtype, [1] reduction (0 none, 1 mean, 2 sum),
  *        [2] ignore_index, [3] has weight. */
-#include "ops/ops.h"
-#include "ops/lower_util.h"
 #include <math.h>
+
+#include "ops/lower_util.h"
+#include "ops/ops.h"
 
 typedef struct {
   tpj_hlo_value_t x;      /* (N, C) in the compute dtype */

@@ -7,14 +7,14 @@
  * complex, polar and frexp. Output dtype and shape come from PyTorch
  * (ctx->outs[0]); operands are converted to it and broadcast here, so type
  * promotion is never re-implemented. */
+#include <math.h>
 #include <string.h>
 
-#include "ops/ops.h"
-#include "view/view.h"
-#include "ops/sugar.h"
-#include "ops/lower_util.h"
-#include <math.h>
 #include "hlo/sort.h"
+#include "ops/lower_util.h"
+#include "ops/ops.h"
+#include "ops/sugar.h"
+#include "view/view.h"
 
 tpj_hlo_value_t tpj_ops_cast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt,
                                 const int64_t* dims, int ndim) {

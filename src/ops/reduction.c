@@ -5,10 +5,11 @@
  * half types, as PyTorch's CPU kernels accumulate), attrs[1] keepdim,
  * attrs[2] the number of dims, attrs[3..] the dims (wrapped, sorted). The
  * output dtype and shape are PyTorch's (ctx->outs[0]). */
-#include "ops/ops.h"
-#include "ops/lower_util.h"
 #include <math.h>
+
 #include "hlo/sort.h"
+#include "ops/lower_util.h"
+#include "ops/ops.h"
 
 typedef enum { TPJ_RED_SUM, TPJ_RED_MEAN, TPJ_RED_PROD, TPJ_RED_MAX, TPJ_RED_MIN,
                TPJ_RED_ANY, TPJ_RED_ALL } tpj_reduce_kind_t;

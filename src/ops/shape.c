@@ -4,10 +4,11 @@
  * cat: attrs[0] is the (wrapped) dim. Inputs PyTorch skips
  * (legacy 1-D empty tensors next to higher-rank ones) are skipped here too;
  * the rest are converted to the output dtype and concatenated. */
-#include "ops/ops.h"
-#include "ops/lower_util.h"
 #include <math.h>
+
 #include "hlo/sort.h"
+#include "ops/lower_util.h"
+#include "ops/ops.h"
 
 void tpj_lower_cat(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;

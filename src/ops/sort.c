@@ -8,8 +8,8 @@
 #include <math.h>
 
 #include "hlo/sort.h"
-#include "ops/ops.h"
 #include "ops/lower_util.h"
+#include "ops/ops.h"
 #include "ops/sugar.h"
 
 static int need(tpj_op_ctx_t* ctx, int nin, int nattrs, const char* op) {

@@ -12,9 +12,9 @@
  * converted to the output's dtype. */
 #include <math.h>
 
+#include "ops/lower_util.h"
 #include "ops/ops.h"
 #include "ops/sugar.h"
-#include "ops/lower_util.h"
 
 typedef struct {
   tpj_hlo_builder_t* b;

@@ -12,6 +12,7 @@ from conftest import dtype_id
 from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
 import copy
+from test_ops_distance import check as check_grads  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -536,36 +537,8 @@ def test_prelu_and_backward(dtype):
     check_close(tw.grad, wc.grad, dict(rtol=1e-2, atol=1e-2) if dtype == torch.float16 else None)
 
 
-TOL_nn2 = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
+GRAD_TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
        torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float16: dict(rtol=2e-3, atol=2e-3)}
-
-
-def check_nn2(fn, *inputs, dtype=torch.float32, grad=True, tol=None, seed=0):
-    """fn on CPU and on tpu (inputs that are float tensors get gradients):
-    outputs, then gradients for a random cotangent, compared; no fallback."""
-    tol = tol or TOL_nn2[dtype]
-    cpu = [x.detach().clone().requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    dev = [x.detach().to("tpu").requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    torch.tpu.synchronize()
-    torch_pjrt.reset_fallbacks()
-    oc, od = fn(*cpu), fn(*dev)
-    oc = oc if isinstance(oc, tuple) else (oc,)
-    od = od if isinstance(od, tuple) else (od,)
-    for a, e in zip(od, oc):
-        torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
-    if grad:
-        g = torch.Generator().manual_seed(seed)
-        cot = torch.randn(oc[0].shape, generator=g, dtype=torch.float32).to(oc[0].dtype)
-        (oc[0] * cot).sum().backward()
-        (od[0] * cot.to("tpu")).sum().backward()
-        for xc, xd in zip(cpu, dev):
-            if isinstance(xc, torch.Tensor) and xc.requires_grad:
-                torch.testing.assert_close(xd.grad.cpu(), xc.grad, equal_nan=True, **tol)
-    torch.tpu.synchronize()
-    assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
-    return od
 
 
 def test_shrinks_and_threshold():
@@ -577,11 +550,11 @@ def test_shrinks_and_threshold():
         # input's layout (0 when contiguous, the gradient when strided)
         xn = x.clone()
         xn[0, 2] = float("nan")
-        check_nn2(f, xn, grad=False)
-        check_nn2(f, x)
-        check_nn2(f, x.t())                                        # non-contiguous
-        check_nn2(f, x.bfloat16(), dtype=torch.bfloat16)
-        check_nn2(f, x.half(), dtype=torch.float16)
+        check_grads(f, xn, grad=False)
+        check_grads(f, x)
+        check_grads(f, x.t())                                        # non-contiguous
+        check_grads(f, x.bfloat16(), dtype=torch.bfloat16)
+        check_grads(f, x.half(), dtype=torch.float16)
     # softshrink gives +0.0 in the middle (also for -0.0) and keeps NaN
     r = F.softshrink(xn.to("tpu"), 0.5).cpu()
     assert torch.equal(r.view(torch.int32), F.softshrink(xn, 0.5).view(torch.int32))
@@ -604,11 +577,11 @@ def test_half_scalars_round_like_cpu(dtype):
     x = torch.tensor([0.3, -0.3, 0.30078125, 0.2998046875, 1.0]).to(dtype)
     for f in (lambda x: F.hardshrink(x, 0.3), lambda x: F.softshrink(x, 0.3),
               lambda x: torch.logit(x, 0.3)):
-        check_nn2(f, x, dtype=dtype, tol=dict(rtol=0, atol=0), grad=False)
-        check_nn2(f, x, dtype=dtype)
-    check_nn2(lambda x: F.threshold(x, 0.3, -2.0), x, dtype=dtype, tol=dict(rtol=0, atol=0), grad=False)
+        check_grads(f, x, dtype=dtype, tol=dict(rtol=0, atol=0), grad=False)
+        check_grads(f, x, dtype=dtype)
+    check_grads(lambda x: F.threshold(x, 0.3, -2.0), x, dtype=dtype, tol=dict(rtol=0, atol=0), grad=False)
     # threshold's gradient (threshold_backward) compares in float too
-    check_nn2(lambda x: F.threshold(x, 0.3, -2.0), x, dtype=dtype, tol=dict(rtol=0, atol=0))
+    check_grads(lambda x: F.threshold(x, 0.3, -2.0), x, dtype=dtype, tol=dict(rtol=0, atol=0))
 
 
 def test_shrink_errors_like_cpu():
@@ -732,7 +705,7 @@ def test_activation_errors_match_cpu():
                        torch.tensor([1, 1, 2, 3, 3]))
 
 
-TOL_gelu_layernorm = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-10),
+TOL_GELU = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-10),
        torch.float16: dict(rtol=1e-2, atol=1e-2), torch.bfloat16: dict(rtol=2e-2, atol=2e-2)}
 
 
@@ -741,7 +714,7 @@ def _no_fallback(prefix):
     assert not bad, f"{prefix} fell back to the CPU: {bad}"
 
 
-@pytest.mark.parametrize("dtype", list(TOL_gelu_layernorm), ids=str)
+@pytest.mark.parametrize("dtype", list(TOL_GELU), ids=str)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_forward_backward(dtype, approximate):
     torch.manual_seed(0)
@@ -751,11 +724,11 @@ def test_gelu_forward_backward(dtype, approximate):
     torch_pjrt.reset_fallbacks()
     yt = F.gelu(xt, approximate=approximate)
     yc = F.gelu(xc, approximate=approximate)
-    torch.testing.assert_close(yt.cpu(), yc, **TOL_gelu_layernorm[dtype])
+    torch.testing.assert_close(yt.cpu(), yc, **TOL_GELU[dtype])
     w = torch.randn(5, 7, dtype=torch.float64).to(dtype)
     (yt * w.to("tpu")).sum().backward()
     (yc * w).sum().backward()
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL_gelu_layernorm[dtype])
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL_GELU[dtype])
     _no_fallback("aten::gelu")
 
 

@@ -204,7 +204,7 @@ def test_conv_errors():
 
 
 def test_conv_integer_falls_back_correctly():
-    # int32 (int64 is native: test_ops_misc2.py)
+    # int32 (int64 is native: test_int64_convolution_is_exact)
     x = torch.randint(-3, 4, (1, 2, 5, 5), dtype=torch.int32)
     w = torch.randint(-3, 4, (3, 2, 3, 3), dtype=torch.int32)
     torch_pjrt.reset_fallbacks()

@@ -16,6 +16,7 @@ from conftest import make
 from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
 from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
+from test_ops_activation import same_error  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -175,15 +176,6 @@ def test_logspace():
 
 def t(x):
     return x.to(DEV)
-
-
-def same_error(fn, cpu_args, exc=RuntimeError, match=None):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc, match=match) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc, match=match) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
 
 
 @pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices])

@@ -19,6 +19,9 @@ from conftest import make
 from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
 from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
+from test_ops_activation import same_error as same_error_meta  # noqa: F401 (shared helpers)
+from test_ops_conv import randn as randn_seeded  # noqa: F401 (shared helpers)
+from test_ops_index import same_error  # noqa: F401 (shared helpers)
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"),
               pytest.mark.filterwarnings("ignore:torch.(cholesky|triangular_solve) is deprecated")]
@@ -343,7 +346,7 @@ MATMUL_OPS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::mv"
               "aten::addmv", "aten::dot", "aten::baddbmm", "aten::linear")
 
 
-def check_reduce_linalg(actual, expected, tol=None):
+def check_close_to(actual, expected, tol=None):
     """actual (tpu) matches expected (cpu): device type, dtype, shape, values."""
     assert actual.device.type == "tpu", actual.device
     assert actual.dtype == expected.dtype, f"{actual.dtype} != {expected.dtype}"
@@ -393,11 +396,6 @@ def data(dtype, shape, seed=0, lo=-5, hi=6):
     return (torch.randint(-8, 9, shape, generator=g).double() / 4).to(dtype)
 
 
-def randn_reduce_linalg(shape, seed=0, dtype=torch.float32):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
-
-
 def raises_like_cpu(fn, cpu_args, tpu_args, accept=()):
     """fn(*tpu_args) raises the same exception type as fn(*cpu_args), with
     the CPU message (first line) or one of `accept` in its message."""
@@ -429,22 +427,22 @@ def test_mm(dtype):
     with Fallbacks("aten::mm") as fb:
         rs = [(torch.mm(ta, tb), torch.mm(a, b)), (ta.mm(tb), a.mm(b)), (ta @ tb, a @ b)]
     for r, e in rs:
-        check_reduce_linalg(r, e)
+        check_close_to(r, e)
     fb.assert_native()
 
 
 def test_mm_large_float32():
-    a, b = randn_reduce_linalg((64, 128), seed=30), randn_reduce_linalg((128, 32), seed=31)
+    a, b = randn_seeded((64, 128), seed=30), randn_seeded((128, 32), seed=31)
     with Fallbacks(*MATMUL_OPS) as fb:
         r = a.to("tpu") @ b.to("tpu")
         r2 = torch.mm(a.to("tpu"), b.to("tpu"))
-    check_reduce_linalg(r, a @ b, BIG)
-    check_reduce_linalg(r2, a @ b, BIG)
+    check_close_to(r, a @ b, BIG)
+    check_close_to(r2, a @ b, BIG)
     fb.assert_native()
 
 
 def test_mm_noncontiguous():
-    a, b = randn_reduce_linalg((8, 6), seed=32), randn_reduce_linalg((10, 8), seed=33)
+    a, b = randn_seeded((8, 6), seed=32), randn_seeded((10, 8), seed=33)
     ta, tb = a.to("tpu"), b.to("tpu")
     with Fallbacks(*MATMUL_OPS) as fb:
         rs = [
@@ -455,7 +453,7 @@ def test_mm_noncontiguous():
             (ta[:1].expand(4, 6) @ ta.t(), a[:1].expand(4, 6) @ a.t()),
         ]
     for r, e in rs:
-        check_reduce_linalg(r, e, BIG)
+        check_close_to(r, e, BIG)
     fb.assert_native()
 
 
@@ -463,10 +461,10 @@ def test_mm_zero_sizes():
     with Fallbacks(*MATMUL_OPS) as fb:
         rs = []
         for (m, k, n) in [(0, 3, 4), (3, 0, 4), (3, 4, 0)]:
-            a, b = randn_reduce_linalg((m, k), seed=34), randn_reduce_linalg((k, n), seed=35)
+            a, b = randn_seeded((m, k), seed=34), randn_seeded((k, n), seed=35)
             rs.append((a.to("tpu") @ b.to("tpu"), a @ b))  # k == 0: zeros
     for r, e in rs:
-        check_reduce_linalg(r, e)
+        check_close_to(r, e)
     fb.assert_native()
 
 
@@ -475,7 +473,7 @@ def test_mm_on_second_device():
     with Fallbacks("aten::mm") as fb:
         r = a.to("tpu:1") @ b.to("tpu:1")
     assert r.device == torch.device("tpu:1")
-    check_reduce_linalg(r, a @ b)
+    check_close_to(r, a @ b)
     fb.assert_native()
 
 
@@ -490,7 +488,7 @@ def test_bmm(dtype):
                torch.bmm(b.transpose(1, 2), a.transpose(1, 2))),
               (torch.bmm(ta[::2], tb[::2]), torch.bmm(a[::2], b[::2]))]
     for r, e in rs:
-        check_reduce_linalg(r, e)
+        check_close_to(r, e)
     fb.assert_native()
 
 
@@ -500,16 +498,16 @@ ADDMM_CASES = [(1, 1), (0.5, 2.0), (0, 1), (1, 0), (-1.5, 0.25)]
 @pytest.mark.parametrize("beta,alpha", ADDMM_CASES, ids=[f"b{b}-a{a}" for b, a in ADDMM_CASES])
 @pytest.mark.parametrize("bias_shape", [(4,), (3, 4), (1, 4), (3, 1), ()], ids=str)
 def test_addmm(beta, alpha, bias_shape):
-    m1, m2 = randn_reduce_linalg((3, 5), seed=40), randn_reduce_linalg((5, 4), seed=41)
-    bias = randn_reduce_linalg(bias_shape, seed=42)
+    m1, m2 = randn_seeded((3, 5), seed=40), randn_seeded((5, 4), seed=41)
+    bias = randn_seeded(bias_shape, seed=42)
     with Fallbacks("aten::addmm") as fb:
         r = torch.addmm(bias.to("tpu"), m1.to("tpu"), m2.to("tpu"), beta=beta, alpha=alpha)
-    check_reduce_linalg(r, torch.addmm(bias, m1, m2, beta=beta, alpha=alpha))
+    check_close_to(r, torch.addmm(bias, m1, m2, beta=beta, alpha=alpha))
     fb.assert_native()
 
 
 def test_addmm_beta_zero_ignores_nan_bias():
-    m1, m2 = randn_reduce_linalg((3, 5), seed=43), randn_reduce_linalg((5, 4), seed=44)
+    m1, m2 = randn_seeded((3, 5), seed=43), randn_seeded((5, 4), seed=44)
     bias = torch.full((3, 4), float("nan"))
     bias[0, 0] = float("inf")
     with Fallbacks("aten::addmm") as fb:
@@ -517,8 +515,8 @@ def test_addmm_beta_zero_ignores_nan_bias():
         r2 = torch.addmm(bias[0].to("tpu"), m1.to("tpu"), m2.to("tpu"), beta=0, alpha=2)
     e = torch.addmm(bias, m1, m2, beta=0)
     assert not torch.isnan(e).any()
-    check_reduce_linalg(r, e)
-    check_reduce_linalg(r2, torch.addmm(bias[0], m1, m2, beta=0, alpha=2))
+    check_close_to(r, e)
+    check_close_to(r2, torch.addmm(bias[0], m1, m2, beta=0, alpha=2))
     assert not torch.isnan(r.cpu()).any()
     fb.assert_native()
 
@@ -526,13 +524,13 @@ def test_addmm_beta_zero_ignores_nan_bias():
 def test_addmm_int_and_noncontiguous():
     m1, m2 = data(torch.int64, (4, 3), seed=45), data(torch.int64, (3, 5), seed=46)
     bias = data(torch.int64, (5,), seed=47)
-    f1, f2 = randn_reduce_linalg((6, 4), seed=48), randn_reduce_linalg((5, 6), seed=49)
-    fb_ = randn_reduce_linalg((5, 4), seed=50)
+    f1, f2 = randn_seeded((6, 4), seed=48), randn_seeded((5, 6), seed=49)
+    fb_ = randn_seeded((5, 4), seed=50)
     with Fallbacks("aten::addmm") as fb:
         r = torch.addmm(bias.to("tpu"), m1.to("tpu"), m2.to("tpu"), beta=2, alpha=3)
         r2 = torch.addmm(fb_.to("tpu").t(), f1.to("tpu").t(), f2.to("tpu").t(), alpha=0.5)
-    check_reduce_linalg(r, torch.addmm(bias, m1, m2, beta=2, alpha=3))
-    check_reduce_linalg(r2, torch.addmm(fb_.t(), f1.t(), f2.t(), alpha=0.5))
+    check_close_to(r, torch.addmm(bias, m1, m2, beta=2, alpha=3))
+    check_close_to(r2, torch.addmm(fb_.t(), f1.t(), f2.t(), alpha=0.5))
     fb.assert_native()
 
 
@@ -556,13 +554,13 @@ def test_matmul_broadcasting(dtype, shapes):
     with Fallbacks(*MATMUL_OPS) as fb:
         r = torch.matmul(a.to("tpu"), b.to("tpu"))
         r2 = a.to("tpu") @ b.to("tpu")
-    check_reduce_linalg(r, torch.matmul(a, b))
-    check_reduce_linalg(r2, a @ b)
+    check_close_to(r, torch.matmul(a, b))
+    check_close_to(r2, a @ b)
     fb.assert_native()
 
 
 def test_matmul_transposed_and_sliced_batched():
-    a, b = randn_reduce_linalg((4, 6, 5), seed=53), randn_reduce_linalg((4, 6, 3), seed=54)
+    a, b = randn_seeded((4, 6, 5), seed=53), randn_seeded((4, 6, 3), seed=54)
     ta, tb = a.to("tpu"), b.to("tpu")
     with Fallbacks(*MATMUL_OPS) as fb:
         rs = [
@@ -572,7 +570,7 @@ def test_matmul_transposed_and_sliced_batched():
             (ta.permute(2, 0, 1) @ tb[1][:, ::2], a.permute(2, 0, 1) @ b[1][:, ::2]),
         ]
     for r, e in rs:
-        check_reduce_linalg(r, e, BIG)
+        check_close_to(r, e, BIG)
     fb.assert_native()
 
 
@@ -585,19 +583,19 @@ def test_linear(dtype, bias, xshape):
     b = data(dtype, (4,), seed=57) if bias else None
     with Fallbacks(*MATMUL_OPS) as fb:
         r = F.linear(x.to("tpu"), w.to("tpu"), b.to("tpu") if bias else None)
-    check_reduce_linalg(r, F.linear(x, w, b))
+    check_close_to(r, F.linear(x, w, b))
     fb.assert_native()
 
 
 def test_linear_module():
     torch.manual_seed(0)
     lin = torch.nn.Linear(12, 7)
-    x = randn_reduce_linalg((9, 12), seed=58)
+    x = randn_seeded((9, 12), seed=58)
     e = lin(x)
     lin_t = lin.to("tpu")
     with Fallbacks(*MATMUL_OPS) as fb:
         r = lin_t(x.to("tpu"))
-    check_reduce_linalg(r, e.detach())
+    check_close_to(r, e.detach())
     fb.assert_native()
 
 
@@ -656,9 +654,9 @@ def leaf(t, dev):
 
 
 def test_autograd_tiny_mlp():
-    x0 = randn_reduce_linalg((8, 16), seed=60)
-    w10, b10 = randn_reduce_linalg((32, 16), seed=61) * 0.25, randn_reduce_linalg((32,), seed=62) * 0.1
-    w20 = randn_reduce_linalg((4, 32), seed=63) * 0.25
+    x0 = randn_seeded((8, 16), seed=60)
+    w10, b10 = randn_seeded((32, 16), seed=61) * 0.25, randn_seeded((32,), seed=62) * 0.1
+    w20 = randn_seeded((4, 32), seed=63) * 0.25
 
     def run(dev):
         x = leaf(x0, dev)
@@ -674,18 +672,18 @@ def test_autograd_tiny_mlp():
         lt, *pt = run("tpu")
     tol = dict(rtol=1e-5, atol=1e-5)
     assert lt.device.type == "tpu"
-    check_reduce_linalg(lt, lc.detach(), tol)
+    check_close_to(lt, lc.detach(), tol)
     for name, c, t in zip(["x", "w1", "b1", "w2"], pc, pt):
         assert t.is_leaf and t.grad is not None, name
         assert t.grad.device.type == "tpu", name
-        check_reduce_linalg(t.grad, c.grad, tol)
+        check_close_to(t.grad, c.grad, tol)
     fb.assert_native()
 
 
 def test_autograd_mse():
-    x0 = randn_reduce_linalg((10, 6), seed=64)
-    w0 = randn_reduce_linalg((6, 3), seed=65)
-    t0 = randn_reduce_linalg((10, 3), seed=66)
+    x0 = randn_seeded((10, 6), seed=64)
+    w0 = randn_seeded((6, 3), seed=65)
+    t0 = randn_seeded((10, 3), seed=66)
 
     def run(dev):
         x = x0.to(dev)
@@ -700,8 +698,8 @@ def test_autograd_mse():
     with Fallbacks(*MATMUL_OPS, "aten::mean", "aten::sum") as fb:
         lt, wt = run("tpu")
     tol = dict(rtol=1e-5, atol=1e-5)
-    check_reduce_linalg(lt, lc.detach(), tol)
-    check_reduce_linalg(wt.grad, wc.grad, tol)
+    check_close_to(lt, lc.detach(), tol)
+    check_close_to(wt.grad, wc.grad, tol)
     fb.assert_native()
 
 
@@ -710,15 +708,6 @@ DEV = "tpu"
 
 def t(x):
     return x.to(DEV)
-
-
-def same_error(fn, cpu_args, exc=RuntimeError):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
 
 
 def test_count_nonzero_trace_vdot():
@@ -791,15 +780,6 @@ def test_vdot_complex():
         check_close(torch.linalg.vecdot(t(a), t(b)), torch.linalg.vecdot(a, b), tol)
 
 
-def same_error_misc2(fn, cpu_args, exc=RuntimeError, match=None):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc, match=match) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc, match=match) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.complex64])
 def test_cross_matches_cpu(dtype):
     a = make(dtype, (4, 3, 5), seed=1, specials=False)
@@ -830,9 +810,9 @@ def test_cross_broadcast_out_and_grad():
 
 
 def test_cross_errors():
-    same_error_misc2(torch.linalg.cross, [torch.zeros(3, 2), torch.zeros(3, 2)],
+    same_error_meta(torch.linalg.cross, [torch.zeros(3, 2), torch.zeros(3, 2)],
                match="must have length 3")
-    same_error_misc2(torch.linalg.cross, [torch.zeros(3, 3), torch.zeros(3, 3, dtype=torch.int64)])
+    same_error_meta(torch.linalg.cross, [torch.zeros(3, 3), torch.zeros(3, 3, dtype=torch.int64)])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 import torch_pjrt
 from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
+from test_ops_activation import _no_fallback, _pair  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -22,11 +23,6 @@ NORM_TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: TOL[torch.
 
 def _native():
     assert torch_pjrt.fallbacks() == {}, f"fell back to the CPU: {torch_pjrt.fallbacks()}"
-
-
-def _pair(x):
-    """A CPU leaf and a tpu leaf holding the same values."""
-    return x.clone().requires_grad_(), x.to("tpu").requires_grad_()
 
 
 # ---- batch norm ----------------------------------------------------------------
@@ -268,11 +264,6 @@ def test_batch_norm_with_update(dtype):
     tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else None
     for a, e in zip(got, run("cpu")):
         check_close(a, e.detach(), tol)
-
-
-def _no_fallback(prefix):
-    bad = [k for k in torch_pjrt.fallbacks() if k.startswith(prefix)]
-    assert not bad, f"{prefix} fell back to the CPU: {bad}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)

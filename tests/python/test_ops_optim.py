@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import torch_pjrt
+from test_ops_linalg import _reset  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -81,12 +82,6 @@ def test_optimizer_step_runs_natively_and_matches_cpu(opt, foreach):
     for pc, pt in zip(mc.parameters(), mt.parameters()):
         torch.testing.assert_close(pt.detach().cpu(), pc.detach(), rtol=1e-4, atol=1e-5)
     assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
-
-
-@pytest.fixture
-def _reset():
-    torch_pjrt.reset_metrics()
-    yield
 
 
 def no_fallbacks():

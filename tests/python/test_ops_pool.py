@@ -9,6 +9,9 @@ from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
 import torch.nn as nn
 from conftest import dtype_id
+from test_ops_conv import TOL as TOL_conv, check as check_conv, native, randn, run_both  # noqa: F401 (shared helpers)
+from test_ops_distance import check  # noqa: F401 (shared helpers)
+from test_ops_fold import ties  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -44,40 +47,6 @@ def test_int_pooling_is_exact():
 
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
        torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float16: dict(rtol=2e-3, atol=2e-3)}
-
-
-def check(fn, *inputs, dtype=torch.float32, grad=True, tol=None, seed=0):
-    """fn on CPU and on tpu (inputs that are float tensors get gradients):
-    outputs, then gradients for a random cotangent, compared; no fallback."""
-    tol = tol or TOL[dtype]
-    cpu = [x.detach().clone().requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    dev = [x.detach().to("tpu").requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    torch.tpu.synchronize()
-    torch_pjrt.reset_fallbacks()
-    oc, od = fn(*cpu), fn(*dev)
-    oc = oc if isinstance(oc, tuple) else (oc,)
-    od = od if isinstance(od, tuple) else (od,)
-    for a, e in zip(od, oc):
-        torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
-    if grad:
-        g = torch.Generator().manual_seed(seed)
-        cot = torch.randn(oc[0].shape, generator=g, dtype=torch.float32).to(oc[0].dtype)
-        (oc[0] * cot).sum().backward()
-        (od[0] * cot.to("tpu")).sum().backward()
-        for xc, xd in zip(cpu, dev):
-            if isinstance(xc, torch.Tensor) and xc.requires_grad:
-                torch.testing.assert_close(xd.grad.cpu(), xc.grad, equal_nan=True, **tol)
-    torch.tpu.synchronize()
-    assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
-    return od
-
-
-def ties(shape, dtype=torch.float32):
-    """Values with many equal maxima, so indices test CPU's first-max rule."""
-    g = torch.Generator().manual_seed(3)
-    return torch.randint(0, 3, shape, generator=g).to(dtype)
 
 
 def test_max_pool3d_values_indices_grads():
@@ -141,69 +110,7 @@ def test_adaptive_avg_pool3d_and_area_interpolate():
     check(lambda x: F.adaptive_avg_pool3d(x, 2), x, grad=False)
 
 
-TOL_conv = {
-    torch.float32: dict(rtol=1e-4, atol=1e-4),
-    torch.float64: dict(rtol=1e-10, atol=1e-10),
-    torch.bfloat16: dict(rtol=2e-2, atol=5e-2),
-    torch.float16: dict(rtol=2e-3, atol=5e-3),
-}
-
-
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
-
-
-def randn(shape, seed=0, dtype=torch.float32):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
-
-
-def check_conv(actual, expected, tol=None):
-    assert actual.device.type == "tpu", actual.device
-    assert actual.dtype == expected.dtype, f"{actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{tuple(actual.shape)} != {tuple(expected.shape)}"
-    tol = tol or TOL_conv.get(expected.dtype, dict(rtol=0, atol=0))
-    torch.testing.assert_close(actual.detach().cpu(), expected.detach(), equal_nan=True, **tol)
-
-
-class native:
-    """Asserts no CPU fallback at all happened inside the block."""
-
-    def __enter__(self):
-        torch.tpu.synchronize()
-        torch_pjrt.reset_fallbacks()
-        return self
-
-    def __exit__(self, exc_type, *exc):
-        torch.tpu.synchronize()
-        if exc_type is None:
-            assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
-        return False
-
-
-def run_both(fn, *cpu_args, dtype=torch.float32, grad=True, tol=None):
-    """fn on CPU and on tpu from the same data; compares outputs and (with
-    grad) the gradients of every floating argument for a random cotangent.
-    half dtypes are compared with a float32 CPU reference rounded to dtype."""
-    ref_dtype = torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
-    cpu = [a.to(dtype).to(ref_dtype).detach().clone().requires_grad_(grad) if isinstance(a, torch.Tensor) else a
-           for a in cpu_args]
-    dev = [a.to(dtype).to("tpu").detach().requires_grad_(grad) if isinstance(a, torch.Tensor)
-           else a for a in cpu_args]
-    with native():
-        out = fn(*dev)
-        if grad:
-            cot = randn(out.shape, seed=99)
-            cot = cot.to(dtype)
-            out.backward(cot.to("tpu"))
-        torch.tpu.synchronize()
-    ref = fn(*cpu)
-    check_conv(out, ref.to(dtype).detach(), tol)
-    if grad:
-        ref.backward(cot.to(ref_dtype))
-        for c, d in zip(cpu, dev):
-            if isinstance(c, torch.Tensor):
-                check_conv(d.grad, c.grad.to(dtype), tol)
-    return out
 
 
 MAXPOOL = [

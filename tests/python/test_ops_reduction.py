@@ -15,18 +15,12 @@ from conftest import make
 from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
 from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
+from test_ops_activation import same_error as same_error_meta  # noqa: F401 (shared helpers)
+from test_ops_conv import randn  # noqa: F401 (shared helpers)
+from test_ops_index import same_error  # noqa: F401 (shared helpers)
+from test_ops_linalg import Fallbacks, TOL, _reset, data, leaf, raises_like_cpu  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
-
-
-TOL = {
-    torch.float16: dict(rtol=1e-2, atol=1e-2),
-    torch.bfloat16: dict(rtol=1e-2, atol=1e-2),
-    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
-    torch.float64: dict(rtol=1e-12, atol=1e-12),
-    torch.complex64: dict(rtol=1.3e-6, atol=1e-5),
-    torch.complex128: dict(rtol=1e-12, atol=1e-12),
-}
 
 
 # Larger float32 reductions and matmuls: different summation orders.
@@ -41,71 +35,6 @@ def check(actual, expected, tol=None):
     if tol is None:
         tol = TOL.get(expected.dtype, dict(rtol=0, atol=0))
     torch.testing.assert_close(actual.detach().cpu(), expected.detach(), equal_nan=True, **tol)
-
-
-class Fallbacks:
-    """Records the CPU fallbacks taken inside the block, for ops named `ops`
-    (an op name matches every overload: "aten::sum" covers
-    "aten::sum.IntList_out")."""
-
-    def __init__(self, *ops):
-        self.ops = ops
-        self.seen = {}
-
-    def __enter__(self):
-        torch.tpu.synchronize()
-        torch_pjrt.reset_fallbacks()
-        return self
-
-    def __exit__(self, *exc):
-        torch.tpu.synchronize()
-        self.seen = {k: v for k, v in torch_pjrt.fallbacks().items()
-                     if k.split(".")[0] in self.ops}
-        return False
-
-    def assert_native(self):
-        assert not self.seen, f"ran on the CPU fallback (not native): {self.seen}"
-
-
-def data(dtype, shape, seed=0, lo=-5, hi=6):
-    """Moderate deterministic CPU data. Floats are multiples of 0.25 in
-    [-2, 2] (low-precision sums of them are exact or nearly so); ints are in
-    [lo, hi); bool is random."""
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=g).bool()
-    if not (dtype.is_floating_point or dtype.is_complex):
-        return torch.randint(lo, hi, shape, generator=g).to(dtype)
-    if dtype.is_complex:
-        re_ = torch.randint(-8, 9, shape, generator=g).double() / 4
-        im = torch.randint(-8, 9, shape, generator=g).double() / 4
-        return torch.complex(re_, im).to(dtype)
-    return (torch.randint(-8, 9, shape, generator=g).double() / 4).to(dtype)
-
-
-def randn(shape, seed=0, dtype=torch.float32):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
-
-
-def raises_like_cpu(fn, cpu_args, tpu_args, accept=()):
-    """fn(*tpu_args) raises the same exception type as fn(*cpu_args), with
-    the CPU message (first line) or one of `accept` in its message."""
-    with pytest.raises(Exception) as cpu_exc:
-        fn(*cpu_args)
-    cpu_msg = str(cpu_exc.value).splitlines()[0]
-    with pytest.raises(type(cpu_exc.value)) as tpu_exc:
-        r = fn(*tpu_args)
-        torch.tpu.synchronize()
-        del r
-    msg = str(tpu_exc.value)
-    # Break the traceback -> frame -> tensors cycles now rather than at some
-    # later collection.
-    cpu_exc.value.__traceback__ = None
-    tpu_exc.value.__traceback__ = None
-    del cpu_exc, tpu_exc, tpu_args, cpu_args
-    assert cpu_msg in msg or any(a in msg for a in accept), (
-        f"tpu message {msg!r} lacks CPU's {cpu_msg!r}" + (f" or any of {accept}" if accept else ""))
 
 
 SUM_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16,
@@ -551,11 +480,6 @@ def test_any_all_tuple_dims_views_and_empty(op):
     fb.assert_native()
 
 
-def leaf(t, dev):
-    """A fresh leaf on dev (t.to("cpu") would return t itself)."""
-    return t.detach().to(dev, copy=True).requires_grad_()
-
-
 def test_autograd_reductions():
     x0 = randn((4, 5, 3), seed=67)
 
@@ -789,15 +713,6 @@ def t(x):
     return x.to(DEV)
 
 
-def same_error(fn, cpu_args, exc=RuntimeError):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
-
-
 def test_equal():
     a = make(torch.float32, (3, 4), specials=False)
     with NativeOnly():
@@ -887,15 +802,6 @@ def test_renorm_grad():
     check_close(xt.grad, xc.grad)
 
 
-def same_error_misc2(fn, cpu_args, exc=RuntimeError, match=None):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc, match=match) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc, match=match) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
-
-
 @pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
 def test_segment_reduce_matches_cpu(reduce):
     x = torch.randn(6, 3)
@@ -935,11 +841,11 @@ def test_segment_reduce_backward(reduce):
 
 def test_segment_reduce_errors():
     x = torch.randn(3)
-    same_error_misc2(lambda x, l: torch._segment_reduce(x, "sum", lengths=l),
+    same_error_meta(lambda x, l: torch._segment_reduce(x, "sum", lengths=l),
                [x, torch.tensor([0, 1, 1])], match="sum to data.size")
-    same_error_misc2(lambda x, l: torch._segment_reduce(x, "sum", lengths=l),
+    same_error_meta(lambda x, l: torch._segment_reduce(x, "sum", lengths=l),
                [x, torch.tensor([-1, 2, 2])], match="negative")
-    same_error_misc2(lambda x, l: torch._segment_reduce(x, "foo", lengths=l),
+    same_error_meta(lambda x, l: torch._segment_reduce(x, "foo", lengths=l),
                [x, torch.tensor([1, 2])], match="reduce argument")
 
 
@@ -956,8 +862,8 @@ def test_bincount_matches_cpu(dtype):
     check_close(b, torch.bincount(x, w, minlength=9))
     check_close(c, torch.bincount(x, w.double()))
     assert_bitwise_equal(e.cpu(), torch.bincount(x[:0], minlength=3))
-    same_error_misc2(torch.bincount, [torch.tensor([-1, 2])], match="non-negative")
-    same_error_misc2(torch.bincount, [x, w[:2]], match="same length")
+    same_error_meta(torch.bincount, [torch.tensor([-1, 2])], match="non-negative")
+    same_error_meta(torch.bincount, [x, w[:2]], match="same length")
 
 
 def test_complex_logsumexp():
@@ -967,12 +873,6 @@ def test_complex_logsumexp():
         b = torch.logsumexp(t(x), (0, 2), keepdim=True)
     check_close(a, torch.logsumexp(x, 1))
     check_close(b, torch.logsumexp(x, (0, 2), keepdim=True))
-
-
-@pytest.fixture
-def _reset():
-    torch_pjrt.reset_metrics()
-    yield
 
 
 def no_fallbacks():

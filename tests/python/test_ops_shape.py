@@ -14,104 +14,16 @@ import warnings
 from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
 from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
+from test_ops_activation import Fallbacks, TOL, check, ints, raises_like_cpu, randn  # noqa: F401 (shared helpers)
+from test_ops_create import TOL as TOL_create, check as check_create, native, raises_like_cpu as raises_like_cpu_create, rand  # noqa: F401 (shared helpers)
+from test_ops_distance import check as check_grads  # noqa: F401 (shared helpers)
+from test_ops_index import same_error  # noqa: F401 (shared helpers)
+from test_ops_pointwise import _mf_data, bools  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
-TOL = {
-    torch.float16: dict(rtol=1e-3, atol=1e-3),
-    torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2),
-    torch.float32: dict(rtol=1e-5, atol=1e-6),
-    torch.float64: dict(rtol=1e-12, atol=1e-12),
-    torch.complex64: dict(rtol=1e-5, atol=1e-6),
-}
-
-
 EXACT = dict(rtol=0, atol=0)
-
-
-def check(actual, expected, tol=None):
-    """actual (tpu) matches expected (cpu): device type, dtype, shape, values."""
-    assert actual.device.type == "tpu", actual.device
-    assert actual.dtype == expected.dtype, f"{actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{tuple(actual.shape)} != {tuple(expected.shape)}"
-    if tol is None:
-        tol = TOL.get(expected.dtype, EXACT)
-    torch.testing.assert_close(actual.detach().cpu(), expected.detach(), equal_nan=True, **tol)
-
-
-class Fallbacks:
-    """Records the CPU fallbacks taken inside the block whose op name starts
-    with one of `prefixes` ("aten::clamp" covers "aten::clamp_min.out")."""
-
-    def __init__(self, *prefixes):
-        self.prefixes = prefixes
-        self.seen = {}
-
-    def __enter__(self):
-        torch.tpu.synchronize()
-        torch_pjrt.reset_fallbacks()
-        return self
-
-    def __exit__(self, *exc):
-        torch.tpu.synchronize()
-        self.seen = {k: v for k, v in torch_pjrt.fallbacks().items()
-                     if k.startswith(self.prefixes)}
-        return False
-
-    def assert_native(self):
-        assert not self.seen, f"ran on the CPU fallback (not native): {self.seen}"
-
-
-def randn(shape, seed=0, dtype=torch.float32, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
-
-
-def ints(shape, seed=0, lo=-5, hi=6, dtype=torch.int64):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(lo, hi, shape, generator=g).to(dtype)
-
-
-def bools(shape, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 2, shape, generator=g).bool()
-
-
-def raises_like_cpu(fn, cpu_args, tpu_args, accept=()):
-    """fn(*tpu_args) raises the same exception type as fn(*cpu_args), with
-    the CPU message (first line) or one of `accept` in its message."""
-    with pytest.raises(Exception) as cpu_exc:
-        fn(*cpu_args)
-    cpu_type = type(cpu_exc.value)
-    cpu_msg = str(cpu_exc.value).splitlines()[0]
-    cpu_exc.value.__traceback__ = None
-    del cpu_exc
-    try:
-        r = fn(*tpu_args)
-        torch.tpu.synchronize()
-        del r
-    except Exception as e:  # noqa: BLE001 - compared with CPU's below
-        tpu_type, msg = type(e), str(e)
-        e.__traceback__ = None
-        del e
-    else:
-        pytest.fail(f"tpu did not raise; CPU raised {cpu_type.__name__}: {cpu_msg}")
-    del tpu_args, cpu_args
-    assert issubclass(tpu_type, cpu_type), (
-        f"tpu raised {tpu_type.__name__}: {msg!r}; CPU raised {cpu_type.__name__}: {cpu_msg!r}")
-    assert cpu_msg in msg or any(a in msg for a in accept), (
-        f"tpu message {msg!r} lacks CPU's {cpu_msg!r}" + (f" or any of {accept}" if accept else ""))
-
-
-def _mf_data(dtype, shape, seed):
-    if dtype == torch.bool:
-        return bools(shape, seed)
-    if dtype.is_complex:
-        return torch.complex(randn(shape, seed), randn(shape, seed + 1))
-    if dtype.is_floating_point:
-        return randn(shape, seed, dtype=dtype)
-    return ints(shape, seed, lo=0, hi=50, dtype=dtype)
 
 
 CAT_OPS = ("aten::cat",)
@@ -341,15 +253,6 @@ def t(x):
     return x.to(DEV)
 
 
-def same_error(fn, cpu_args, exc=RuntimeError):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
-
-
 def test_repeat_interleave():
     x = make(torch.float32, (3, 4), specials=False)
     r = torch.tensor([2, 0, 3])
@@ -367,50 +270,22 @@ def test_repeat_interleave():
     same_error(lambda a: torch.repeat_interleave(a, output_size=5), (torch.tensor([1, 2]),))
 
 
-TOL_nn2 = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
+GRAD_TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
        torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float16: dict(rtol=2e-3, atol=2e-3)}
-
-
-def check_nn2(fn, *inputs, dtype=torch.float32, grad=True, tol=None, seed=0):
-    """fn on CPU and on tpu (inputs that are float tensors get gradients):
-    outputs, then gradients for a random cotangent, compared; no fallback."""
-    tol = tol or TOL_nn2[dtype]
-    cpu = [x.detach().clone().requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    dev = [x.detach().to("tpu").requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    torch.tpu.synchronize()
-    torch_pjrt.reset_fallbacks()
-    oc, od = fn(*cpu), fn(*dev)
-    oc = oc if isinstance(oc, tuple) else (oc,)
-    od = od if isinstance(od, tuple) else (od,)
-    for a, e in zip(od, oc):
-        torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
-    if grad:
-        g = torch.Generator().manual_seed(seed)
-        cot = torch.randn(oc[0].shape, generator=g, dtype=torch.float32).to(oc[0].dtype)
-        (oc[0] * cot).sum().backward()
-        (od[0] * cot.to("tpu")).sum().backward()
-        for xc, xd in zip(cpu, dev):
-            if isinstance(xc, torch.Tensor) and xc.requires_grad:
-                torch.testing.assert_close(xd.grad.cpu(), xc.grad, equal_nan=True, **tol)
-    torch.tpu.synchronize()
-    assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
-    return od
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate"])
 def test_pad_backward(mode):
     torch.manual_seed(0)
-    check_nn2(lambda x: F.pad(x, (2, 1), mode=mode), torch.randn(2, 3, 5))
-    check_nn2(lambda x: F.pad(x, (1, 3, 2, 0), mode=mode), torch.randn(2, 4, 5).transpose(1, 2))
-    check_nn2(lambda x: F.pad(x, (1, 2, 0, 1, 2, 1), mode=mode), torch.randn(1, 2, 3, 4, 5))
-    check_nn2(lambda x: F.pad(x, (2, 2), mode=mode), torch.randn(3, 6).bfloat16(), dtype=torch.bfloat16)
+    check_grads(lambda x: F.pad(x, (2, 1), mode=mode), torch.randn(2, 3, 5))
+    check_grads(lambda x: F.pad(x, (1, 3, 2, 0), mode=mode), torch.randn(2, 4, 5).transpose(1, 2))
+    check_grads(lambda x: F.pad(x, (1, 2, 0, 1, 2, 1), mode=mode), torch.randn(1, 2, 3, 4, 5))
+    check_grads(lambda x: F.pad(x, (2, 2), mode=mode), torch.randn(3, 6).bfloat16(), dtype=torch.bfloat16)
 
 
 def test_replicate_negative_pad_backward_and_grad_input_out():
     torch.manual_seed(1)
-    check_nn2(lambda x: F.pad(x, (-1, 2, 3, -2), mode="replicate"), torch.randn(2, 5, 6))
+    check_grads(lambda x: F.pad(x, (-1, 2, 3, -2), mode="replicate"), torch.randn(2, 5, 6))
     g, x = torch.randn(2, 3, 8), torch.randn(2, 3, 5)
     exp = torch.ops.aten.reflection_pad1d_backward(g, x, [2, 1])
     out = torch.empty(0, device="tpu")
@@ -424,58 +299,10 @@ def test_replicate_negative_pad_backward_and_grad_input_out():
 
 def test_channel_shuffle():
     x = torch.arange(2 * 6 * 3 * 2, dtype=torch.float32).view(2, 6, 3, 2)
-    check_nn2(lambda x: F.channel_shuffle(x, 3), x)
-    check_nn2(lambda x: F.channel_shuffle(x, 2), x.transpose(2, 3))
+    check_grads(lambda x: F.channel_shuffle(x, 3), x)
+    check_grads(lambda x: F.channel_shuffle(x, 2), x.transpose(2, 3))
     xi = torch.arange(24).view(1, 12, 2)
     torch.testing.assert_close(F.channel_shuffle(xi.to("tpu"), 4).cpu(), F.channel_shuffle(xi, 4))
-
-
-TOL_create = {
-    torch.float16: dict(rtol=1e-3, atol=1e-3),
-    torch.bfloat16: dict(rtol=8e-3, atol=8e-3),
-    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
-    torch.float64: dict(rtol=1e-12, atol=1e-12),
-}
-
-
-def check_create(actual, expected, tol=TOL_create):
-    assert actual.device.type == "tpu", actual.device
-    assert actual.dtype == expected.dtype, f"{actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{tuple(actual.shape)} != {tuple(expected.shape)}"
-    t = tol.get(expected.dtype, dict(rtol=0, atol=0))
-    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **t)
-
-
-def native(f, *args, tol=TOL_create):
-    """f(*args, device) on tpu matches f(*args, 'cpu'), with no fallback."""
-    expected = f(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args], "cpu")
-    targs = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
-    torch_pjrt.reset_fallbacks()
-    actual = f(*targs, "tpu")
-    fb = torch_pjrt.fallbacks()
-    check_create(actual, expected, tol)
-    assert fb == {}, f"ran on the CPU (fallback): {fb}"
-    return actual
-
-
-def raises_like_cpu_create(f, *args):
-    with pytest.raises(Exception) as cpu_err:
-        f(*args, "cpu")
-    with pytest.raises(type(cpu_err.value)) as tpu_err:
-        r = f(*[a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args], "tpu")
-        if isinstance(r, torch.Tensor):
-            r.cpu()
-    first = str(cpu_err.value).splitlines()[0]
-    assert re.search(re.escape(first), str(tpu_err.value)), (str(tpu_err.value), first)
-
-
-def rand(shape, dtype=torch.float32, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=g).bool()
-    if not dtype.is_floating_point:
-        return torch.randint(-50, 50, shape, generator=g).to(dtype)
-    return torch.randn(shape, generator=g).to(dtype)
 
 
 @pytest.mark.parametrize("fn", [torch.tril, torch.triu], ids=["tril", "triu"])

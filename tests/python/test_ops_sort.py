@@ -15,6 +15,9 @@ from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared h
 import torch.nn.functional as F
 from conftest import assert_bitwise_equal, make
 from _op_check import NativeOnly, check_close
+from test_ops_activation import same_error as same_error_meta  # noqa: F401 (shared helpers)
+from test_ops_index import same_error  # noqa: F401 (shared helpers)
+from test_ops_linalg import _reset  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -446,15 +449,6 @@ def t(x):
     return x.to(DEV)
 
 
-def same_error(fn, cpu_args, exc=RuntimeError):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
-
-
 def test_cummax_cummin():
     x = make(torch.float32, (4, 6))
     with NativeOnly():
@@ -498,15 +492,6 @@ def test_searchsorted_and_bucketize():
     same_error(torch.bucketize, (vals, seq2))
 
 
-def same_error_misc2(fn, cpu_args, exc=RuntimeError, match=None):
-    """fn raises the same type and first line on tpu as on CPU."""
-    with pytest.raises(exc, match=match) as cpu:
-        fn(*cpu_args)
-    with pytest.raises(exc, match=match) as tpu:
-        fn(*[t(a) if isinstance(a, torch.Tensor) else a for a in cpu_args])
-    assert str(tpu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
 def test_nanmedian_matches_cpu(dtype):
     x = make(dtype, (5, 7), seed=3)
@@ -542,7 +527,7 @@ def test_nanmedian_out_grad_and_errors():
     check_close(ov, ev.detach())
     check_close(tx.grad, xc.grad)
     assert torch.isnan(empty.cpu())
-    same_error_misc2(torch.nanmedian, [torch.zeros(2, 0), 1], exc=IndexError,
+    same_error_meta(torch.nanmedian, [torch.zeros(2, 0), 1], exc=IndexError,
                match="non-zero size")
 
 
@@ -588,8 +573,8 @@ def test_mode_specials_grad_and_errors():
     check_close(v, ev.detach())
     assert torch.equal(i.cpu(), ei)
     check_close(tx.grad, xc.grad)
-    same_error_misc2(torch.mode, [torch.zeros(2, 0), 1], exc=IndexError, match="non-zero size")
-    same_error_misc2(torch.mode, [torch.zeros(3, dtype=torch.complex64), 0], exc=NotImplementedError)
+    same_error_meta(torch.mode, [torch.zeros(2, 0), 1], exc=IndexError, match="non-zero size")
+    same_error_meta(torch.mode, [torch.zeros(3, dtype=torch.complex64), 0], exc=NotImplementedError)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
@@ -620,7 +605,7 @@ def test_unique_consecutive_empty_and_errors():
             got = torch.ops.aten.unique_consecutive(t(args[0]), True, True, dim)
         for a, e in zip(got, torch.ops.aten.unique_consecutive(args[0], True, True, dim)):
             assert a.shape == e.shape and a.dtype == e.dtype
-    same_error_misc2(lambda x: torch.unique_consecutive(x, dim=0), [torch.zeros(2, 0)],
+    same_error_meta(lambda x: torch.unique_consecutive(x, dim=0), [torch.zeros(2, 0)],
                match="0 sized dimensions")
 
 
@@ -635,12 +620,6 @@ def test_complex_cumsum_cumprod():
     check_close(p, torch.cumprod(x.t(), 0))
     check_close(p128, torch.cumprod(x, 1, dtype=torch.complex128), dict(rtol=1e-6, atol=1e-9))
     check_close(s0, torch.cumsum(x[0, 0], 0))
-
-
-@pytest.fixture
-def _reset():
-    torch_pjrt.reset_metrics()
-    yield
 
 
 def no_fallbacks():

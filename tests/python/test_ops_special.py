@@ -16,6 +16,7 @@ import torch
 
 import torch_pjrt
 import torch.nn.functional as F
+from test_ops_distance import check as check_grads  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -311,44 +312,16 @@ def test_sinc_complex_runs_on_cpu_counted():
     assert "aten::sinc" in torch_pjrt.fallbacks()
 
 
-TOL_nn2 = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
+GRAD_TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-9),
        torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float16: dict(rtol=2e-3, atol=2e-3)}
-
-
-def check_nn2(fn, *inputs, dtype=torch.float32, grad=True, tol=None, seed=0):
-    """fn on CPU and on tpu (inputs that are float tensors get gradients):
-    outputs, then gradients for a random cotangent, compared; no fallback."""
-    tol = tol or TOL_nn2[dtype]
-    cpu = [x.detach().clone().requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    dev = [x.detach().to("tpu").requires_grad_(grad and x.is_floating_point())
-           if isinstance(x, torch.Tensor) else x for x in inputs]
-    torch.tpu.synchronize()
-    torch_pjrt.reset_fallbacks()
-    oc, od = fn(*cpu), fn(*dev)
-    oc = oc if isinstance(oc, tuple) else (oc,)
-    od = od if isinstance(od, tuple) else (od,)
-    for a, e in zip(od, oc):
-        torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
-    if grad:
-        g = torch.Generator().manual_seed(seed)
-        cot = torch.randn(oc[0].shape, generator=g, dtype=torch.float32).to(oc[0].dtype)
-        (oc[0] * cot).sum().backward()
-        (od[0] * cot.to("tpu")).sum().backward()
-        for xc, xd in zip(cpu, dev):
-            if isinstance(xc, torch.Tensor) and xc.requires_grad:
-                torch.testing.assert_close(xd.grad.cpu(), xc.grad, equal_nan=True, **tol)
-    torch.tpu.synchronize()
-    assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
-    return od
 
 
 def test_logit_with_and_without_eps():
     x = torch.tensor([-0.5, 0.0, 0.05, 0.3, 0.5, 0.97, 1.0, 1.5, float("nan")])
-    check_nn2(lambda x: torch.logit(x), x)
-    check_nn2(lambda x: torch.logit(x, eps=0.1), x)
-    check_nn2(lambda x: torch.logit(x, eps=0.1), x.double(), dtype=torch.float64)
-    check_nn2(lambda x: torch.logit(x, 1e-2), torch.rand(4, 5).bfloat16(), dtype=torch.bfloat16)
+    check_grads(lambda x: torch.logit(x), x)
+    check_grads(lambda x: torch.logit(x, eps=0.1), x)
+    check_grads(lambda x: torch.logit(x, eps=0.1), x.double(), dtype=torch.float64)
+    check_grads(lambda x: torch.logit(x, 1e-2), torch.rand(4, 5).bfloat16(), dtype=torch.bfloat16)
     # integer input gives float, as on CPU
     torch.testing.assert_close(torch.logit(torch.tensor([0, 1, 2], device="tpu")).cpu(),
                                torch.logit(torch.tensor([0, 1, 2])), equal_nan=True)
