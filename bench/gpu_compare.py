@@ -293,7 +293,8 @@ def sec_mfu(ref, quick, peak):
                                                       f"{ref} inductor")}}
 
 
-SECTIONS = ["matmul", "lm_step", "small_ops", "hf_generate", "mfu"]
+# Cheapest and most asked-for first: a run cut short keeps those.
+SECTIONS = ["matmul", "small_ops", "lm_step", "mfu", "hf_generate"]
 
 
 def fmt(v):

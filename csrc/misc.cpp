@@ -195,7 +195,7 @@ Tensor vdot(const Tensor& a, const Tensor& b) {
   TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool, "\"dot\" not implemented for 'Bool'");
   // Products and their sum in the accumulator (float for half), as CPU's dot.
   ScalarType acc = accumulator(t);
-  return at::sum(at::mul(a.to(acc), b.to(acc)), {}, false, acc).to(t);
+  return at::sum(at::mul(a.to(acc), b.to(acc)), at::OptionalIntArrayRef{}, false, acc).to(t);
 }
 
 std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
