@@ -136,6 +136,12 @@ want info && grep -E "^(platform|devices|  tpu:|memory)" "$OUT/logs/info.log" | 
 
 want quiet && stage quiet 120 quiet
 
+# BENCH_ONLY: a comma list of bench/gpu_compare.py sections for a rerun.
+if want bench; then
+  stage bench "${BENCH_LIMIT:-270}" $PY bench/gpu_compare.py $BENCH_ARGS \
+    ${BENCH_ONLY:+--only $BENCH_ONLY} --json "$OUT/bench.json" --md "$OUT/bench.md"
+fi
+
 # The subset: transfers, basic ops, the LM and CNN models, compile, memory,
 # and Hugging Face generation (compiled decode). Tests that need a second
 # device skip themselves on a one-GPU machine. TESTS overrides it.
@@ -143,16 +149,12 @@ TESTS=${TESTS:-"tests/python/test_transfers.py tests/python/test_ops_basic.py
   tests/python/test_models.py tests/python/test_compile.py tests/python/test_memory.py
   tests/python/test_hf_generate_compiled.py"}
 if want pytest; then
-  stage pytest "${PYTEST_LIMIT:-200}" $PY -m pytest -q -rfEs -p no:cacheprovider -o addopts="" \
+  # One hung test must not eat the stage: pytest-timeout where installed.
+  PT_TIMEOUT=$($PY -c "import pytest_timeout" 2>/dev/null && echo "--timeout=90")
+  stage pytest "${PYTEST_LIMIT:-200}" $PY -m pytest -q -rfEs -p no:cacheprovider -o addopts="" $PT_TIMEOUT \
     --junitxml="$OUT/logs/pytest.xml" $TESTS
   tail -1 "$OUT/logs/pytest.log" | sed 's/^/    pytest: /' >> "$SUMMARY"
   grep -E "^(FAILED|ERROR)" "$OUT/logs/pytest.log" | head -40 | sed 's/^/    /' >> "$SUMMARY"
-fi
-
-# BENCH_ONLY: a comma list of bench/gpu_compare.py sections for a rerun.
-if want bench; then
-  stage bench "${BENCH_LIMIT:-270}" $PY bench/gpu_compare.py $BENCH_ARGS \
-    ${BENCH_ONLY:+--only $BENCH_ONLY} --json "$OUT/bench.json" --md "$OUT/bench.md"
 fi
 
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs
