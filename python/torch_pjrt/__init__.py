@@ -37,6 +37,26 @@ def cache_dir() -> str:
 
 _C._set_cache_dir(cache_dir())
 
+
+class _DropProfilerNotice:
+    """Dynamo warns once per process, from inside a compile, that it ignores
+    torch.autograd.profiler.record_function (every torch.optim step enters
+    one): a line in the user's terminal they did not ask for and cannot act
+    on. Only that notice is dropped; the logger's other records pass."""
+
+    def filter(self, record) -> bool:
+        msg = str(record.msg)
+        return not (msg.startswith("Profiler record function") or
+                    msg.startswith("Profiler function") and msg.endswith("will be ignored"))
+
+
+# By name, so torch._dynamo is not imported here: the module's logger is
+# this same object when it loads.
+import logging as _logging  # noqa: E402
+
+_logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(_DropProfilerNotice())
+_logging.getLogger("torch._dynamo.variables.torch").addFilter(_DropProfilerNotice())
+
 torch._register_device_module("tpu", _tpu_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
