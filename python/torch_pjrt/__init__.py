@@ -61,6 +61,24 @@ torch._register_device_module("tpu", _tpu_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 
+# Printing a tensor formats it element by element with slices and .item():
+# on tpu every slice is a program of its own (printing a 300-element tensor
+# compiled 316 executables and took 13 s). PyTorch copies xla, lazy, ipu and
+# mtia tensors to the CPU first for this reason (torch/_tensor_str.py); tpu
+# tensors are copied the same way, in one transfer.
+import torch._tensor_str as _tensor_str_mod  # noqa: E402
+
+_format_values = _tensor_str_mod._tensor_str
+
+
+def _tensor_str_on_cpu(self, indent):
+    if self.device.type == "tpu":
+        self = self.to("cpu")
+    return _format_values(self, indent)
+
+
+_tensor_str_mod._tensor_str = _tensor_str_on_cpu
+
 from .bucketing import bucket_size, pad_to_bucket  # noqa: E402,F401
 from . import _exit  # noqa: E402,F401  (drains autograd workers at exit)
 from . import _foreach  # noqa: E402,F401  (eager foreach ops, one launch each)
