@@ -61,6 +61,10 @@ torch._register_device_module("tpu", _tpu_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 
+from . import _module  # noqa: E402
+
+_module.install()  # tied parameters stay tied across tpu conversions
+
 # Printing a tensor formats it element by element with slices and .item():
 # on tpu every slice is a program of its own (printing a 300-element tensor
 # compiled 316 executables and took 13 s). PyTorch copies xla, lazy, ipu and
