@@ -19,6 +19,7 @@ from . import tpu as _tpu_module  # noqa: E402
 _PLUGIN = _plugin.find_plugin()
 try:
     _C._set_create_options(_plugin.create_options(_PLUGIN.platform))
+    _plugin.cache_size()
 except ValueError as _e:
     # A bad setting fails the first tpu use, not `import torch`.
     if not _PLUGIN.error:

@@ -321,6 +321,9 @@ def test_plugin_log_env_turns_plugin_logging_on(tmp_path):
     ("TORCH_PJRT_CPU_DEVICES", "16000", "TORCH_PJRT_CPU_DEVICES=16000 must be between 1 and 256"),
     ("TORCH_PJRT_CPU_DEVICES", "0", "TORCH_PJRT_CPU_DEVICES=0 must be between 1 and 256"),
     ("TORCH_PJRT_CPU_DEVICES", "abc", "TORCH_PJRT_CPU_DEVICES='abc' is not an integer"),
+    ("TORCH_PJRT_CACHE_SIZE", "0", "TORCH_PJRT_CACHE_SIZE=0 must be between 1 and"),
+    ("TORCH_PJRT_CACHE_SIZE", "-1", "TORCH_PJRT_CACHE_SIZE=-1 must be between 1 and"),
+    ("TORCH_PJRT_CACHE_SIZE", "abc", "TORCH_PJRT_CACHE_SIZE='abc' is not an integer"),
 ])
 def test_bad_setting_fails_first_use_not_import(var, value, message):
     code = ("import torch\n"
