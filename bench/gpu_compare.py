@@ -5,7 +5,9 @@ larger LM step. Written for one short run on an NVIDIA GPU (reference
 "cuda", PyTorch's own backend; tpu runs on the XLA CUDA PJRT plugin there),
 dry-run on the CPU with --ref cpu --quick. Each section and each variant
 records its error and the run goes on; results are rewritten after every
-section so a run cut short still leaves what it measured. Not a test.
+section so a run cut short still leaves what it measured. The reference
+device's training steps run in a child process without torch_pjrt
+(train_step_child says why). Not a test.
 
     python bench/gpu_compare.py [--ref cuda|cpu] [--quick] [--only a,b] [--json P] [--md P]
 
@@ -20,6 +22,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 import traceback
@@ -30,14 +33,18 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 import torch  # noqa: E402
 
 import models  # noqa: E402
-import torch_pjrt  # noqa: E402
+# A reference training step runs in a child process without torch_pjrt
+# (see train_step_child); everything else imports it.
+CHILD = "--child-train" in sys.argv
+if not CHILD:
+    import torch_pjrt  # noqa: E402
 from compile_step import SIZES as LM_STEP  # noqa: E402  (its "small" and "large" LMs)
 
 T0 = time.perf_counter()
 # Seconds of timed repeats a section may spend (split among its variants);
 # warm-up and compiling are not limited, they are what they are.
 SECTION_BUDGET = 40.0
-SYNC = {"tpu": torch.tpu.synchronize, "cpu": lambda: None,
+SYNC = {"tpu": lambda: torch.tpu.synchronize(), "cpu": lambda: None,
         "cuda": lambda: torch.cuda.synchronize()}
 
 # The MFU model: GPT-2-medium width on 8 layers (109M matmul parameters),
@@ -144,12 +151,41 @@ def train_step(dev, backend, cfg, dtype, iters, budget):
     return {"ms_per_step": round(s * 1e3, 3), "tokens_per_s": cfg["batch"] * mc["seq"] / s, **m}
 
 
+def train_step_child(dev, backend, cfg, dtype, iters, budget):
+    """train_step on the reference device, in a child process that does not
+    load torch_pjrt (TORCH_DEVICE_BACKEND_AUTOLOAD=0). A CUDA backward cannot
+    run in a process where tpu is registered: autograd takes a node's stream
+    for the device type at::getAccelerator() names, PyTorch names a
+    registered PrivateUse1 backend first, so CUDA nodes get no stream and the
+    engine asserts (`opt_ready_stream && opt_parent_stream`, engine.cpp). On
+    the CPU it also keeps PyTorch's OpenMP threads from spinning against
+    XLA's."""
+    if dev == "tpu":
+        return train_step(dev, backend, cfg, dtype, iters, budget)
+    job = {"dev": dev, "backend": backend, "cfg": cfg, "dtype": str(dtype).split(".")[-1],
+           "iters": iters, "budget": budget}
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-train", json.dumps(job)],
+                       capture_output=True, text=True, env=env, timeout=900)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError(f"child exited {r.returncode}: {r.stderr.strip()[-500:]}")
+    return json.loads(lines[-1])
+
+
+def child_main():
+    job = json.loads(sys.argv[sys.argv.index("--child-train") + 1])
+    out = train_step(job["dev"], job["backend"], job["cfg"], getattr(torch, job["dtype"]),
+                     job["iters"], job["budget"])
+    print(json.dumps(out), flush=True)
+
+
 def sec_lm_step(ref, quick):
     size = "small" if quick else "large"
     cfg = LM_STEP[size]
     variants = [("tpu compiled", "tpu", "tpu"), (f"{ref} eager", ref, None),
                 (f"{ref} inductor", ref, "inductor")]
-    rows = [variant(label, lambda: train_step(dev, be, cfg, torch.float32, 50,
+    rows = [variant(label, lambda: train_step_child(dev, be, cfg, torch.float32, 50,
                                               SECTION_BUDGET / len(variants)))
             for label, dev, be in variants]
     return {"config": {"size": size, **cfg, "dtype": "float32", "optimizer": "AdamW"},
@@ -275,7 +311,7 @@ def sec_mfu(ref, quick, peak):
     variants = [("tpu compiled", "tpu", "tpu"), (f"{ref} inductor", ref, "inductor")]
     rows = []
     for label, dev, be in variants:
-        r = variant(label, lambda: train_step(dev, be, cfg, torch.bfloat16, 10,
+        r = variant(label, lambda: train_step_child(dev, be, cfg, torch.bfloat16, 10,
                                               SECTION_BUDGET / len(variants)))
         if "tokens_per_s" in r:
             r["tflops"] = r["tokens_per_s"] * flop_tok / 1e12
@@ -293,7 +329,8 @@ def sec_mfu(ref, quick, peak):
                                                       f"{ref} inductor")}}
 
 
-SECTIONS = ["matmul", "lm_step", "small_ops", "hf_generate", "mfu"]
+# Cheapest and most asked-for first: a run cut short keeps those.
+SECTIONS = ["matmul", "small_ops", "lm_step", "mfu", "hf_generate"]
 
 
 def fmt(v):
@@ -400,5 +437,7 @@ def main():
     print(markdown(res), flush=True)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and CHILD:
+    child_main()
+elif __name__ == "__main__":
     main()

@@ -15,8 +15,9 @@
 # What must travel with the repo (ignored folders, named in the device tool's
 # `carry`): .pjrt/include/pjrt_c_api.h (copied from the xla-cpu-pjrt wheel;
 # never committed), and optionally .prebuilt/_C.<abi>.so, an extension built
-# elsewhere against the machine's torch: then the tests start at once and the
-# 16-job build still runs, beside the tests, to measure it.
+# elsewhere against the machine's torch: then the tests start at once
+# (GPU_CHECK_BUILD=1 builds from source regardless).
+# Reruns: GPU_CHECK_STAGES=pytest,bench TESTS="..." BENCH_ONLY=matmul,mfu.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -49,7 +50,8 @@ stage() {
   shift 2
   local t0=$SECONDS
   echo "== $name (limit ${limit}s)"
-  timeout --kill-after=10 "$limit" "$@" > "$OUT/logs/$name.log" 2>&1
+  # bash -c: CMD may be one of the functions below (exported).
+  timeout --kill-after=10 "$limit" bash -c '"$@"' _ "$@" > "$OUT/logs/$name.log" 2>&1
   local rc=$?
   echo "| $name | $rc | $((SECONDS - t0)) |" >> "$SUMMARY"
   tail -3 "$OUT/logs/$name.log"
@@ -69,7 +71,8 @@ export TORCH_PJRT_PJRT_INCLUDE=$HEADER_DIR
 # The extension, built in place into python/torch_pjrt/ with JOBS jobs.
 build() {
   test -f "$HEADER_DIR/pjrt_c_api.h" || { echo "no $HEADER_DIR/pjrt_c_api.h"; return 1; }
-  make -C "$1" -j"$JOBS" lib PJRT_INCLUDE="$HEADER_DIR" &&
+  # WERROR= : the machine's compiler (gcc 13 there) warns where ours does not.
+  make -C "$1" -j"$JOBS" lib PJRT_INCLUDE="$HEADER_DIR" WERROR= &&
     (cd "$1" && MAX_JOBS=$JOBS TORCH_DEVICE_BACKEND_AUTOLOAD=0 $PY setup.py -q build_ext --inplace)
 }
 
@@ -86,37 +89,6 @@ install_metadata() {
   echo "$ROOT/python" > "$site/torch_pjrt_dev.pth"
 }
 
-stage env 60 env_report
-
-if [ $DRY = 1 ]; then
-  # Here the extension is already built by `make setup` into the venv.
-  echo "| build | skipped (dry run: make setup built it) | 0 |" >> "$SUMMARY"
-else
-  PREBUILT=$(ls "$ROOT"/.prebuilt/_C.*.so 2>/dev/null | head -1)
-  if [ -n "$PREBUILT" ]; then
-    cp "$PREBUILT" "$ROOT/python/torch_pjrt/"
-    install_metadata
-    if $PY -c "import torch, torch_pjrt" > "$OUT/logs/prebuilt.log" 2>&1; then
-      echo "| prebuilt extension | loads | 0 |" >> "$SUMMARY"
-      # Measure the real build in a copy, beside the tests.
-      rm -rf /tmp/buildcheck && mkdir -p /tmp/buildcheck &&
-        git ls-files -z | xargs -0 cp --parents -t /tmp/buildcheck
-      (stage build_${JOBS}_jobs 420 build /tmp/buildcheck > /dev/null) &
-      BUILD_PID=$!
-    else
-      echo "| prebuilt extension | does not load: building | 0 |" >> "$SUMMARY"
-      rm -f "$ROOT"/python/torch_pjrt/_C.*.so
-      stage build_${JOBS}_jobs 420 build "$ROOT"
-    fi
-  else
-    stage build_${JOBS}_jobs 420 build "$ROOT"
-    install_metadata
-  fi
-fi
-
-stage info 120 $PY -m torch_pjrt info
-grep -E "^(platform|devices|  tpu:|memory)" "$OUT/logs/info.log" | sed 's/^/    /' >> "$SUMMARY"
-
 # A quiet terminal: a small op and a compiled function print nothing to stderr.
 quiet() {
   $PY - <<'EOF' 2> "$OUT/logs/quiet.stderr"
@@ -130,23 +102,61 @@ EOF
   cat "$OUT/logs/quiet.stderr"
   [ $rc = 0 ] && [ ! -s "$OUT/logs/quiet.stderr" ]
 }
-stage quiet 120 quiet
+export OUT PY JOBS ROOT HEADER_DIR
+export -f env_report build install_metadata quiet
+stage env 60 env_report
+
+if [ $DRY = 1 ]; then
+  # Here the extension is already built by `make setup` into the venv.
+  echo "| build | skipped (dry run: make setup built it) | 0 |" >> "$SUMMARY"
+else
+  PREBUILT=$(ls "$ROOT"/.prebuilt/_C.*.so 2>/dev/null | head -1)
+  if [ -n "$PREBUILT" ] && [ "${GPU_CHECK_BUILD:-0}" != 1 ]; then
+    cp "$PREBUILT" "$ROOT/python/torch_pjrt/"
+    install_metadata
+    if $PY -c "import torch, torch_pjrt" > "$OUT/logs/prebuilt.log" 2>&1; then
+      echo "| prebuilt extension | loads | 0 |" >> "$SUMMARY"
+    else
+      echo "| prebuilt extension | does not load: building | 0 |" >> "$SUMMARY"
+      rm -f "$ROOT"/python/torch_pjrt/_C.*.so
+      stage build_${JOBS}_jobs 420 build "$ROOT"
+    fi
+  else
+    rm -f "$ROOT"/python/torch_pjrt/_C.*.so
+    stage build_${JOBS}_jobs 420 build "$ROOT"
+    install_metadata
+  fi
+fi
+
+# GPU_CHECK_STAGES picks stages for a rerun (default: all of them).
+STAGES=",${GPU_CHECK_STAGES:-info,quiet,pytest,bench},"
+want() { case $STAGES in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+want info && stage info 120 $PY -m torch_pjrt info
+want info && grep -E "^(platform|devices|  tpu:|memory)" "$OUT/logs/info.log" | sed 's/^/    /' >> "$SUMMARY"
+
+want quiet && stage quiet 120 quiet
+
+# BENCH_ONLY: a comma list of bench/gpu_compare.py sections for a rerun.
+if want bench; then
+  stage bench "${BENCH_LIMIT:-270}" $PY bench/gpu_compare.py $BENCH_ARGS \
+    ${BENCH_ONLY:+--only $BENCH_ONLY} --json "$OUT/bench.json" --md "$OUT/bench.md"
+fi
 
 # The subset: transfers, basic ops, the LM and CNN models, compile, memory,
 # and Hugging Face generation (compiled decode). Tests that need a second
-# device skip themselves on a one-GPU machine.
-TESTS="tests/python/test_transfers.py tests/python/test_ops_basic.py tests/python/test_models.py
-  tests/python/test_compile.py tests/python/test_memory.py tests/python/test_hf_generate_compiled.py"
-PYTEST_LIMIT=${PYTEST_LIMIT:-240}
-stage pytest "$PYTEST_LIMIT" $PY -m pytest -q -rfEs -p no:cacheprovider -o addopts="" \
-  --junitxml="$OUT/logs/pytest.xml" $TESTS
-tail -1 "$OUT/logs/pytest.log" | sed 's/^/    pytest: /' >> "$SUMMARY"
-grep -E "^(FAILED|ERROR)" "$OUT/logs/pytest.log" | head -40 | sed 's/^/    /' >> "$SUMMARY"
-
-[ -n "${BUILD_PID:-}" ] && wait "$BUILD_PID"
-
-BENCH_LIMIT=${BENCH_LIMIT:-300}
-stage bench "$BENCH_LIMIT" $PY bench/gpu_compare.py $BENCH_ARGS --json "$OUT/bench.json" --md "$OUT/bench.md"
+# device skip themselves on a one-GPU machine. TESTS overrides it.
+TESTS=${TESTS:-"tests/python/test_transfers.py tests/python/test_ops_basic.py
+  tests/python/test_models.py tests/python/test_compile.py tests/python/test_memory.py
+  tests/python/test_hf_generate_compiled.py"}
+if want pytest; then
+  # One hung test must not eat the stage: pytest-timeout where installed.
+  PT_TIMEOUT=$($PY -c "import pytest_timeout" 2>/dev/null && echo "--timeout=90")
+  stage pytest "${PYTEST_LIMIT:-200}" $PY -m pytest -q -rfEs -p no:cacheprovider -o addopts="" $PT_TIMEOUT \
+    --junitxml="$OUT/logs/pytest.xml" $TESTS
+  tail -1 "$OUT/logs/pytest.log" | sed 's/^/    pytest: /' >> "$SUMMARY"
+  grep -E "^(FAILED|ERROR)" "$OUT/logs/pytest.log" | head -40 | sed 's/^/    /' >> "$SUMMARY"
+fi
 
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs
 rm -rf "$OUT/logs"

@@ -24,6 +24,18 @@
 #include <functional>
 #include <memory>
 
+#include <torch/version.h>
+
+// The PrivateUse1 activity-profiler registry is new in torch 2.13; on older
+// releases (2.11, the GPU machines' torch) only the stubs below serve tpu,
+// and torch.profiler's PrivateUse1 activity records no device kernels.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 13)
+#define TPJ_HAS_PRIVATEUSE1_PROFILER 1
+#else
+#define TPJ_HAS_PRIVATEUSE1_PROFILER 0
+#endif
+
+#if TPJ_HAS_PRIVATEUSE1_PROFILER
 // torch/csrc/profiler/standalone/privateuse1_profiler.h includes Kineto's
 // headers without their directory, which extensions do not have on their
 // include path; these are the two of its exported functions used here.
@@ -34,6 +46,7 @@ class TORCH_API PrivateUse1ProfilerRegistry {
   void registerFactory(std::function<std::unique_ptr<libkineto::IActivityProfiler>()> factory);
 };
 }  // namespace torch::profiler::impl
+#endif
 
 #include <c10/util/ApproximateClock.h>
 
@@ -211,11 +224,13 @@ class TpuActivityProfiler final : public libkineto::IActivityProfiler {
   std::set<libkineto::ActivityType> types_{libkineto::ActivityType::CONCURRENT_KERNEL};
 };
 
+#if TPJ_HAS_PRIVATEUSE1_PROFILER
 const bool g_kineto_registered = [] {
   torch::profiler::impl::PrivateUse1ProfilerRegistry::instance().registerFactory(
       [] { return std::make_unique<TpuActivityProfiler>(); });
   return true;
 }();
+#endif
 
 const bool g_stubs_registered = [] {
   torch::profiler::impl::registerPrivateUse1Methods(&g_stubs);

@@ -402,7 +402,7 @@ Tensor vdot(const Tensor& a, const Tensor& b) {
   TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool, "\"dot\" not implemented for 'Bool'");
   // Products and their sum in the accumulator (float for half), as CPU's dot.
   ScalarType acc = accumulator(t);
-  return at::sum(at::mul(a.to(acc), b.to(acc)), {}, false, acc).to(t);
+  return at::sum(at::mul(a.to(acc), b.to(acc)), at::OptionalIntArrayRef{}, false, acc).to(t);
 }
 
 Tensor addbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const Scalar& beta,

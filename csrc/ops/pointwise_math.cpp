@@ -166,7 +166,8 @@ void check_divisor(const Tensor& b) {
 
 Tensor mod_like(const char* op, const char* kernel, const Tensor& a, const Tensor& b) {
   ScalarType t = at::result_type(a, b);
-  if (t == at::kBool) not_implemented(kernel, t);
+  // CPU's kernels refuse bool and complex (remainder_cpu, fmod_cpu).
+  if (t == at::kBool || c10::isComplexType(t)) not_implemented(kernel, t);
   if (integral(t) && a.numel() > 0) check_divisor(b);  // an empty result divides nothing
   return run_ew(op, {&a, &b}, opmath(t), t);
 }

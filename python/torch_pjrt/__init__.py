@@ -19,6 +19,7 @@ from . import tpu as _tpu_module  # noqa: E402
 _PLUGIN = _plugin.find_plugin()
 try:
     _C._set_create_options(_plugin.create_options(_PLUGIN.platform))
+    _plugin.cache_size()
 except ValueError as _e:
     # A bad setting fails the first tpu use, not `import torch`.
     if not _PLUGIN.error:
@@ -37,9 +38,51 @@ def cache_dir() -> str:
 
 _C._set_cache_dir(cache_dir())
 
+
+class _DropProfilerNotice:
+    """Dynamo warns once per process, from inside a compile, that it ignores
+    torch.autograd.profiler.record_function (every torch.optim step enters
+    one): a line in the user's terminal they did not ask for and cannot act
+    on. Only that notice is dropped; the logger's other records pass."""
+
+    def filter(self, record) -> bool:
+        msg = str(record.msg)
+        return not (msg.startswith("Profiler record function") or
+                    msg.startswith("Profiler function") and msg.endswith("will be ignored"))
+
+
+# By name, so torch._dynamo is not imported here: the module's logger is
+# this same object when it loads.
+import logging as _logging  # noqa: E402
+
+_logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(_DropProfilerNotice())
+_logging.getLogger("torch._dynamo.variables.torch").addFilter(_DropProfilerNotice())
+
 torch._register_device_module("tpu", _tpu_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
+
+from . import _module  # noqa: E402
+
+_module.install()  # tied parameters stay tied across tpu conversions
+
+# Printing a tensor formats it element by element with slices and .item():
+# on tpu every slice is a program of its own (printing a 300-element tensor
+# compiled 316 executables and took 13 s). PyTorch copies xla, lazy, ipu and
+# mtia tensors to the CPU first for this reason (torch/_tensor_str.py); tpu
+# tensors are copied the same way, in one transfer.
+import torch._tensor_str as _tensor_str_mod  # noqa: E402
+
+_format_values = _tensor_str_mod._tensor_str
+
+
+def _tensor_str_on_cpu(self, indent):
+    if self.device.type == "tpu":
+        self = self.to("cpu")
+    return _format_values(self, indent)
+
+
+_tensor_str_mod._tensor_str = _tensor_str_on_cpu
 
 from .bucketing import bucket_size, pad_to_bucket  # noqa: E402,F401
 from . import _exit  # noqa: E402,F401  (drains autograd workers at exit)

@@ -154,6 +154,13 @@ def cpu_device_count() -> int:
     return _env_number("TORCH_PJRT_CPU_DEVICES", 1, int, 1, MAX_DEVICES)
 
 
+def cache_size() -> int:
+    """TORCH_PJRT_CACHE_SIZE: executables kept in memory (default 1024). Read
+    by the runtime when it opens; checked here, since the runtime took 0, -1
+    or 'abc' as 1 (every op then compiled again)."""
+    return _env_number("TORCH_PJRT_CACHE_SIZE", 1024, int, 1, 2**31 - 1)
+
+
 def _env_flag(name: str, default: bool) -> bool:
     raw = os.environ.get(name, "").strip().lower()
     if not raw:

@@ -162,6 +162,13 @@ tpj_hlo_value_t tpj_hlo_emit_binary(tpj_hlo_builder_t* b, const char* name, tpj_
                                     tpj_dtype_name(y.dtype), y.ndim));
     return kInvalid;
   }
+  /* The spec allows a complex remainder, but XLA:CPU's emitter dies on one
+   * (a segfault, not an error): refuse it here, whatever lowering asked. */
+  if (tpj_dtype_is_complex(x.dtype) && strcmp(name, "stablehlo.remainder") == 0) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_UNIMPLEMENTED, "remainder is not implemented for %s",
+                                    tpj_dtype_name(x.dtype)));
+    return kInvalid;
+  }
   tpj_hlo_value_t r = tpj_hlo_new_value(b, x.dtype, x.dims, x.ndim);
   const tpj_hlo_value_t* ops[2] = {&x, &y};
   tpj_hlo_begin_op(b, &r, name, ops, 2);

@@ -98,7 +98,7 @@ static tpj_hlo_value_t zeros(tpj_hlo_builder_t* b, const tpj_rt_shape_t* o) {
  * scatter and index_add. */
 static tpj_hlo_value_t linear_along(tpj_hlo_builder_t* b, tpj_hlo_value_t idx, const int64_t* xd,
                                     int nd, int dim) {
-  int64_t st[TPJ_MAX_DIMS];
+  int64_t st[TPJ_MAX_DIMS] = {0};  /* gcc 13 cannot see strides_of fill it */
   strides_of(xd, nd, st);
   const int64_t* gd = idx.dims;
   tpj_hlo_value_t lin = mul(b, idx, splat_i64(b, st[dim], gd, nd));

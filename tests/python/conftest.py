@@ -172,6 +172,10 @@ def pytest_collection_modifyitems(config, items):
     that need two GPUs do."""
     import inspect
 
+    # The CPU plugin gives the suite its two devices (TORCH_PJRT_CPU_DEVICES
+    # above); only elsewhere is the runtime opened here to count them.
+    if torch_pjrt.plugin()["platform"] == "cpu":
+        return
     try:
         n = torch.tpu.device_count()
     except Exception:

@@ -284,12 +284,24 @@ import torch
 x = torch.arange(6.0, device="tpu").reshape(2, 3)
 f = torch.compile(lambda a: (a.sin() + 1).sum(), backend="tpu")
 print(float((x * 2).sum()), float(f(x)))
+# An optimizer step inside a compiled function enters record_function,
+# which Dynamo announces it ignores.
+m = torch.nn.Linear(3, 3).to("tpu")
+opt = torch.optim.AdamW(m.parameters())
+@torch.compile(backend="tpu")
+def step(a):
+    m(a).sum().backward()
+    opt.step()
+    opt.zero_grad()
+step(x)
+torch.tpu.synchronize()
 """
 
 
 def test_stderr_is_quiet(tmp_path):
-    """A small op and a compiled function print nothing to stderr: the
-    plugin's absl log lines (client creation) are off by default."""
+    """A small op, a compiled function and a compiled optimizer step print
+    nothing to stderr: the plugin's absl log lines (client creation) are off
+    by default, and so is Dynamo's notice that it ignores record_function."""
     r = run_python(_QUIET, env_update={"TORCH_PJRT_CACHE_DIR": str(tmp_path)},
                    drop=("TF_CPP_MIN_LOG_LEVEL", "TORCH_PJRT_PLUGIN_LOG"))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -309,6 +321,9 @@ def test_plugin_log_env_turns_plugin_logging_on(tmp_path):
     ("TORCH_PJRT_CPU_DEVICES", "16000", "TORCH_PJRT_CPU_DEVICES=16000 must be between 1 and 256"),
     ("TORCH_PJRT_CPU_DEVICES", "0", "TORCH_PJRT_CPU_DEVICES=0 must be between 1 and 256"),
     ("TORCH_PJRT_CPU_DEVICES", "abc", "TORCH_PJRT_CPU_DEVICES='abc' is not an integer"),
+    ("TORCH_PJRT_CACHE_SIZE", "0", "TORCH_PJRT_CACHE_SIZE=0 must be between 1 and"),
+    ("TORCH_PJRT_CACHE_SIZE", "-1", "TORCH_PJRT_CACHE_SIZE=-1 must be between 1 and"),
+    ("TORCH_PJRT_CACHE_SIZE", "abc", "TORCH_PJRT_CACHE_SIZE='abc' is not an integer"),
 ])
 def test_bad_setting_fails_first_use_not_import(var, value, message):
     code = ("import torch\n"

@@ -120,3 +120,17 @@ def test_unsupported_tensors_in_subprocess_do_not_crash():
     lines = r.stdout.splitlines()
     assert [ln.split()[0] for ln in lines] == ["sparse", "quantized", "f8", "f8e5"], r.stdout
     assert all(" raised " in ln for ln in lines), r.stdout
+
+
+@pytest.mark.parametrize("op", [torch.remainder, torch.fmod])
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_complex_remainder_raises_cpu_error(op, shape):
+    """XLA:CPU segfaulted compiling a complex remainder; CPU's kernels refuse
+    complex inputs with NotImplementedError."""
+    a = torch.ones(shape, dtype=torch.complex64)
+    with pytest.raises(NotImplementedError) as cpu:
+        op(a, a)
+    t = a.to("tpu")
+    with pytest.raises(NotImplementedError) as tpu:
+        op(t, t)
+    assert str(tpu.value) == str(cpu.value)

@@ -99,7 +99,8 @@ def test_mem_get_info_and_empty_cache():
     free, total = torch.tpu.mem_get_info()
     assert isinstance(free, int) and isinstance(total, int)
     assert 0 < free <= total
-    assert torch.tpu.mem_get_info(1)[1] == total or torch.tpu.mem_get_info(1)[1] > 0
+    if torch.tpu.device_count() > 1:
+        assert torch.tpu.mem_get_info(1)[1] == total or torch.tpu.mem_get_info(1)[1] > 0
     torch.tpu.empty_cache()
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         torch.tpu.mem_get_info(7)

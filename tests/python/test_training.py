@@ -288,3 +288,64 @@ def test_script_that_ran_backward_exits_cleanly():
         proc = run_python(_BACKWARD_THEN_EXIT)
         assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
         assert float(proc.stdout.strip().splitlines()[-1]) == 128.0
+
+
+class _TiedLM(nn.Module):
+    """nanoGPT's tying: the output layer's weight is the embedding's."""
+
+    def __init__(self, vocab=32, d=16):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.ln = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, x):
+        return self.lm_head(self.ln(self.wte(x)))
+
+
+def test_module_to_tpu_keeps_tied_weights_and_identity():
+    """model.to("tpu") keeps each Parameter object (as CUDA does), so tied
+    weights stay one Parameter and an optimizer made before the move still
+    holds the model's parameters."""
+    torch.manual_seed(0)
+    m = _TiedLM()
+    params = list(m.parameters())
+    m.to("tpu")
+    assert m.lm_head.weight is m.wte.weight
+    assert all(a is b for a, b in zip(params, m.parameters()))
+    assert m.wte.weight.device.type == "tpu"
+    m.cpu()
+    assert m.lm_head.weight is m.wte.weight and m.wte.weight.device.type == "cpu"
+    m.tpu()
+    assert m.lm_head.weight is m.wte.weight and m.wte.weight.device.type == "tpu"
+    m.to(torch.float64)  # same device: PyTorch's own path, still tied
+    assert m.lm_head.weight is m.wte.weight and m.wte.weight.dtype == torch.float64
+    assert not torch.__future__.get_swap_module_params_on_conversion()
+
+
+def test_tied_lm_trains_like_cpu_after_to_tpu():
+    """Before the fix the head and the embedding came apart on tpu and the
+    losses left CPU's from the second step."""
+    torch.manual_seed(0)
+    ref = _TiedLM()
+    dev = copy.deepcopy(ref)
+    opts = {}
+    for name, m in (("cpu", ref), ("tpu", dev)):
+        opts[name] = torch.optim.AdamW(m.parameters(), lr=1e-2)  # made before the move
+    dev.to("tpu")
+    g = torch.Generator().manual_seed(1)
+    for step in range(4):
+        x = torch.randint(0, 32, (4, 8), generator=g)
+        y = torch.randint(0, 32, (4, 8), generator=g)
+        losses = {}
+        for name, m in (("cpu", ref), ("tpu", dev)):
+            d = "tpu" if name == "tpu" else "cpu"
+            loss = F.cross_entropy(m(x.to(d)).flatten(0, 1), y.to(d).flatten())
+            loss.backward()
+            opts[name].step()
+            opts[name].zero_grad()
+            losses[name] = loss.item()
+        assert losses["tpu"] == pytest.approx(losses["cpu"], rel=1e-5, abs=1e-6), step
+    torch.testing.assert_close(dev.wte.weight.cpu(), ref.wte.weight, rtol=1e-5, atol=1e-6)
+    assert dev.lm_head.weight is dev.wte.weight
