@@ -67,8 +67,31 @@ tpj_view_t view_of(const at::Tensor& t);
 tpj_rt_shape_t shape_of(const at::Tensor& t);
 // Rejects sparse, quantized, nested and unsupported-dtype tensors by name.
 void check_supported(const at::Tensor& t, const char* op);
-// The box's buffer, first giving a never-written storage a zero buffer.
-tpj_rt_buffer_t* buffer_of(const at::Tensor& t);
+// A reference of its own to a storage's buffer, released when it dies.
+// Another thread may swap a storage's buffer at any time (and drop the old
+// one), so glue never keeps a bare `box->buf`: it takes a BufferRef.
+class BufferRef {
+ public:
+  explicit BufferRef(tpj_rt_buffer_t* b = nullptr) : b_(b) {}
+  BufferRef(BufferRef&& o) noexcept : b_(o.b_) { o.b_ = nullptr; }
+  BufferRef(const BufferRef&) = delete;
+  BufferRef& operator=(const BufferRef&) = delete;
+  ~BufferRef() { tpj_rt_buffer_release(b_); }
+  tpj_rt_buffer_t* get() const { return b_; }
+  tpj_rt_buffer_t* operator->() const { return b_; }
+  // Hands the reference to the caller.
+  tpj_rt_buffer_t* release() {
+    tpj_rt_buffer_t* b = b_;
+    b_ = nullptr;
+    return b;
+  }
+
+ private:
+  tpj_rt_buffer_t* b_;
+};
+// The storage's current buffer, first giving a never-written storage a zero
+// buffer.
+BufferRef buffer_of(const at::Tensor& t);
 // True when t reads its box's buffer exactly (no slicing, same dtype).
 bool is_natural(const at::Tensor& t);
 // True when t is contiguous from offset 0 and covers its whole storage.
@@ -83,6 +106,7 @@ struct OpArgs {
   void tensor(const at::Tensor& t);               // read through t's view (buffer held)
   void scalar(const at::Scalar& s, at::ScalarType dt, int device);  // 0-d runtime argument
   void buffer(tpj_rt_buffer_t* b);                // used as it is (borrowed)
+  void held(BufferRef b);                         // used as it is (the reference kept)
 };
 
 // Runs the table op on device; results go into the boxes of `outs`, which

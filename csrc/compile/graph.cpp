@@ -41,7 +41,12 @@ struct TraceInputs {
   std::vector<tpj_rt_buffer_t*> rng_bufs;          // their trace-time keys (owned)
   int device = 0;
 };
-TraceInputs* g_trace = nullptr;
+// The trace's inputs, owned by the tracing thread (one trace at a time:
+// _compile.py traces under a lock); other threads see no trace.
+TraceInputs* g_trace_inputs = nullptr;
+thread_local bool t_tracing = false;
+// This thread's trace, or none.
+TraceInputs* my_trace() { return t_tracing ? g_trace_inputs : nullptr; }
 
 void release_all(std::vector<tpj_rt_buffer_t*>& v) {
   for (auto* b : v) tpj_rt_buffer_release(b);
@@ -61,7 +66,7 @@ tpj_rt_buffer_t* upload_scalar(const at::Tensor& t, int device) {
 void restore_inputs(TraceInputs* tr) {
   for (size_t i = 0; i < tr->tensors.size(); ++i) {
     tpj_box_t* box = box_of(tr->tensors[i]);
-    if (box->buf != tr->orig[i]) {
+    if (BufferRef(tpj_box_acquire_buffer(box)).get() != tr->orig[i]) {
       tpj_rt_buffer_retain(tr->orig[i]);
       tpj_box_set_buffer(box, tr->orig[i]);
     }
@@ -69,12 +74,14 @@ void restore_inputs(TraceInputs* tr) {
 }
 
 void drop_trace() {
-  if (!g_trace) return;
-  release_all(g_trace->orig);
-  release_all(g_trace->scalar_bufs);
-  release_all(g_trace->rng_bufs);
-  delete g_trace;
-  g_trace = nullptr;
+  TraceInputs* tr = my_trace();
+  if (!tr) return;
+  release_all(tr->orig);
+  release_all(tr->scalar_bufs);
+  release_all(tr->rng_bufs);
+  delete tr;
+  g_trace_inputs = nullptr;
+  t_tracing = false;
 }
 
 // Where one output storage comes from after a run.
@@ -95,17 +102,19 @@ struct OutputSpec {
 }  // namespace
 
 tpj_rt_buffer_t* traced_rng_key(TpuGeneratorImpl* gen, uint64_t words, int device) {
-  if (!g_trace) return nullptr;
+  TraceInputs* tr = my_trace();
+  if (!tr) return nullptr;
   tpj_rt_buffer_t* key = upload_rng_key(gen, words, device);
-  g_trace->rng.push_back(RngSlot{c10::intrusive_ptr<TpuGeneratorImpl>::reclaim_copy(gen), words});
-  g_trace->rng_bufs.push_back(key);
+  tr->rng.push_back(RngSlot{c10::intrusive_ptr<TpuGeneratorImpl>::reclaim_copy(gen), words});
+  tr->rng_bufs.push_back(key);
   return key;
 }
 
 tpj_rt_buffer_t* traced_scalar(const at::Tensor& t) {
-  if (!g_trace) return nullptr;
-  for (size_t i = 0; i < g_trace->scalar_impls.size(); ++i)
-    if (g_trace->scalar_impls[i] == t.unsafeGetTensorImpl()) return g_trace->scalar_bufs[i];
+  TraceInputs* tr = my_trace();
+  if (!tr) return nullptr;
+  for (size_t i = 0; i < tr->scalar_impls.size(); ++i)
+    if (tr->scalar_impls[i] == t.unsafeGetTensorImpl()) return tr->scalar_bufs[i];
   return nullptr;
 }
 
@@ -157,9 +166,15 @@ class Graph {
                                    const std::vector<int>* consume) {
     TORCH_CHECK(static_cast<int>(args.size()) == nargs, "compiled graph: expected ", nargs,
                 " arguments, got ", args.size());
+    // The tpu inputs' buffers, held: another thread may replace a storage's
+    // buffer meanwhile. A mutated input's own reference is dropped under its
+    // box's lock below, so the launch may donate it.
     std::vector<tpj_rt_buffer_t*> params;
     std::vector<tpj_rt_buffer_t*> owned;
-    for (int i : tensor_args) params.push_back(buffer_of(*args[i]));
+    for (int i : tensor_args) {
+      params.push_back(buffer_of(*args[i]).release());
+      owned.push_back(params.back());
+    }
     // 0-d CPU arguments (an optimizer's step counts and the factors made
     // from them, one per parameter) mostly repeat a few values: each value
     // is uploaded once per run and its buffer shared (buffers are immutable).
@@ -195,22 +210,44 @@ class Graph {
       for (int i : *consume) {
         if (i < 0 || i >= nargs || !consumable[i] || !args[i]) continue;
         if (!args[i]->device().is_privateuseone()) continue;
-        tpj_rt_buffer_t* b = buffer_of(*args[i]);
-        tpj_rt_buffer_retain(b);
-        owned.push_back(b);  // released after the launch, like the scalars
-        args[i].reset();
+        args[i].reset();  // its buffer stays held in owned until the launch is done
       }
     }
     int nres = g ? tpj_exec_graph_num_results(g) : 0;
     std::vector<tpj_rt_buffer_t*> res(nres, nullptr);
+    // The mutated inputs' boxes stay locked from the donation check (in
+    // graph_run) through installing their new values, so no reader takes a
+    // buffer that is being donated. Our own reference to a buffer the box
+    // still holds is dropped: the box is then the sole holder the check
+    // looks for (a consumed input's storage was dropped above instead).
+    std::vector<tpj_box_t*> locked;
+    for (auto [in, r] : mutations) locked.push_back(box_of(*args[tensor_args[in]]));
+    tpj_box_lock_many(locked.data(), static_cast<int>(locked.size()));
+    for (auto [in, r] : mutations) {
+      if (box_of(*args[tensor_args[in]])->buf != owned[in] || !owned[in]) continue;
+      tpj_rt_buffer_release(owned[in]);  // the box still holds it
+      owned[in] = nullptr;
+    }
     tpj_status_t s = g ? tpj_exec_graph_run(exec(), g, device, params.data(),
                                             static_cast<int>(params.size()), res.data())
                        : nullptr;
     // The launch reads these: released later, or each run would wait for
     // itself (rt/reap.h).
     for (tpj_rt_buffer_t* b : owned) tpj_rt_buffer_release_later(b);
-    TPJ_CHECK(s);
-    // Storages first (outputs may share one), then mutations, then views.
+    if (s) {
+      tpj_box_unlock_many(locked.data(), static_cast<int>(locked.size()));
+      TPJ_CHECK(s);
+    }
+    for (auto [in, r] : mutations) {
+      tpj_rt_buffer_retain(res[r]);
+      tpj_box_t* box = box_of(*args[tensor_args[in]]);
+      tpj_rt_buffer_t* old = box->buf;  // the launch reads it: released later
+      box->buf = res[r];                // (its lock is held)
+      tpj_rt_buffer_release_later(old);
+      args[tensor_args[in]]->unsafeGetTensorImpl()->bump_version();
+    }
+    tpj_box_unlock_many(locked.data(), static_cast<int>(locked.size()));
+    // Then the output storages (outputs may share one), then their views.
     std::vector<c10::Storage> made(storages.size());
     for (size_t k = 0; k < storages.size(); ++k) {
       const StorageSpec& sp = storages[k];
@@ -223,15 +260,6 @@ class Graph {
       tpj_rt_buffer_t* b = sp.kind == StorageSpec::kResult ? res[sp.index] : sp.constant;
       tpj_rt_buffer_retain(b);
       tpj_box_set_buffer(box_of(made[k]), b);
-    }
-    for (auto [in, r] : mutations) {
-      tpj_rt_buffer_retain(res[r]);
-      tpj_box_t* box = box_of(*args[tensor_args[in]]);
-      tpj_rt_buffer_t* old = box->buf;  // the launch reads it: released later
-      tpj_rt_buffer_retain(old);
-      tpj_box_set_buffer(box, res[r]);
-      tpj_rt_buffer_release_later(old);
-      args[tensor_args[in]]->unsafeGetTensorImpl()->bump_version();
     }
     release_all(res);
     std::vector<at::Tensor> outs;
@@ -252,7 +280,7 @@ class Graph {
 namespace {
 
 void trace_begin(const std::vector<std::optional<at::Tensor>>& args) {
-  TORCH_CHECK(!g_trace, "a graph is already being traced");
+  TORCH_CHECK(!g_trace_inputs, "a graph is already being traced");
   auto* tr = new TraceInputs();
   bool have_dev = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -268,8 +296,7 @@ void trace_begin(const std::vector<std::optional<at::Tensor>>& args) {
       if (!args[i] || !args[i]->defined()) continue;
       const at::Tensor& t = *args[i];
       if (t.device().is_privateuseone()) {
-        tpj_rt_buffer_t* b = buffer_of(t);
-        tpj_rt_buffer_retain(b);
+        tpj_rt_buffer_t* b = buffer_of(t).release();
         tr->tensors.push_back(t);
         tr->arg_index.push_back(static_cast<int>(i));
         tr->orig.push_back(b);
@@ -280,17 +307,19 @@ void trace_begin(const std::vector<std::optional<at::Tensor>>& args) {
       }
     }
   } catch (...) {
-    g_trace = tr;
+    g_trace_inputs = tr;
+    t_tracing = true;
     drop_trace();
     throw;
   }
-  g_trace = tr;
+  g_trace_inputs = tr;
+  t_tracing = true;
   TPJ_CHECK(tpj_exec_trace_begin(exec()));
 }
 
 void trace_abort() {
   if (is_initialized()) tpj_exec_trace_abort(exec());
-  if (g_trace) restore_inputs(g_trace);
+  if (my_trace()) restore_inputs(my_trace());
   drop_trace();
 }
 
@@ -332,8 +361,8 @@ void mark_consumable(Graph& graph, const TraceInputs* tr, const std::vector<int>
 
 std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs,
                                  const std::vector<int>& consumable) {
-  TORCH_CHECK(g_trace, "no graph is being traced");
-  TraceInputs* tr = g_trace;
+  TORCH_CHECK(my_trace(), "no graph is being traced");
+  TraceInputs* tr = my_trace();
   auto graph = std::make_shared<Graph>();
   graph->device = tr->device;
   graph->nargs = nargs;
@@ -378,13 +407,12 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs,
           sp.index = static_cast<int>(i);
         }
       if (sp.kind != StorageSpec::kInput) {
-        tpj_rt_buffer_t* b = buffer_of(t);
-        if (b->trace_id || is_param(b)) {
-          sp.index = result_of(b);  // a parameter comes back as a result too
+        BufferRef b = buffer_of(t);
+        if (b->trace_id || is_param(b.get())) {
+          sp.index = result_of(b.get());  // a parameter comes back as a result too
         } else {
           sp.kind = StorageSpec::kConst;
-          tpj_rt_buffer_retain(b);
-          sp.constant = b;
+          sp.constant = b.release();
         }
       }
       sid = static_cast<int>(graph->storages.size());
@@ -395,13 +423,13 @@ std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs,
                                         t.storage_offset()});
   }
   for (size_t i = 0; failure.empty() && i < tr->tensors.size(); ++i) {
-    tpj_rt_buffer_t* now = box_of(tr->tensors[i])->buf;
-    if (now == tr->orig[i]) continue;
-    if (!now || !(now->trace_id || is_param(now))) {
+    BufferRef now(tpj_box_acquire_buffer(box_of(tr->tensors[i])));
+    if (now.get() == tr->orig[i]) continue;
+    if (!now.get() || !(now->trace_id || is_param(now.get()))) {
       failure = "an input was overwritten with a value computed outside the graph";
       break;
     }
-    graph->mutations.emplace_back(static_cast<int>(i), result_of(now));
+    graph->mutations.emplace_back(static_cast<int>(i), result_of(now.get()));
   }
   std::vector<tpj_rt_buffer_t*> params(tr->orig);
   params.insert(params.end(), tr->scalar_bufs.begin(), tr->scalar_bufs.end());
@@ -459,10 +487,11 @@ py::bytes graph_key(const std::vector<std::optional<at::Tensor>>& args) {
     if (tpu) {
       auto [it, fresh] = seen.emplace(t.storage().unsafeGetStorageImpl(), i);
       put(fresh ? -1 : it->second);
-      const tpj_box_t* box = box_of(t);
-      if (box->buf) {
-        put(static_cast<int64_t>(box->buf->dtype));
-        put_list(c10::IntArrayRef(box->buf->dims, box->buf->ndim));
+      tpj_box_t* box = box_of(t);
+      BufferRef b(tpj_box_acquire_buffer(box));
+      if (b.get()) {
+        put(static_cast<int64_t>(b->dtype));
+        put_list(c10::IntArrayRef(b->dims, b->ndim));
       } else {
         put(-1);
         put(static_cast<int64_t>(box->nbytes));

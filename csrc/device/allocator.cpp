@@ -50,10 +50,11 @@ struct TpuAllocator final : c10::DeviceAllocator {
     auto* d = static_cast<tpj_box_t*>(dest);
     auto* s = static_cast<const tpj_box_t*>(src);
     if (count == 0) return;
-    if (count == d->nbytes && count == s->nbytes && s->buf && s->device == d->device) {
-      tpj_rt_buffer_retain(s->buf);
-      tpj_box_set_buffer(d, s->buf);
-      return;
+    if (count == d->nbytes && count == s->nbytes && s->device == d->device) {
+      if (tpj_rt_buffer_t* b = tpj_box_acquire_buffer(const_cast<tpj_box_t*>(s))) {
+        tpj_box_set_buffer(d, b);
+        return;
+      }
     }
     std::vector<uint8_t> sh(s->nbytes), dh(d->nbytes);
     TPJ_CHECK(tpj_box_to_host(rt(), s, sh.data()));
@@ -218,7 +219,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
   c10::DataPtr fresh = g_allocator.allocate(nbytes);
   auto* nb = static_cast<tpj_box_t*>(fresh.get());
   tpj_box_t* ob = box_of(storage);
-  if (ob->buf && old > 0 && nbytes > 0) {
+  if (BufferRef(tpj_box_acquire_buffer(ob)).get() && old > 0 && nbytes > 0) {
     // Keep the old bytes: rare (resize_ of a written tensor), so via the host.
     std::vector<uint8_t> host(nbytes, 0);
     std::vector<uint8_t> prev(old);

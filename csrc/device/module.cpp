@@ -91,11 +91,10 @@ py::dict memory_stats(int device) {
 
 py::object buffer_shape(const at::Tensor& t) {
   TORCH_CHECK(t.device().is_privateuseone(), "expected a tpu tensor");
-  tpj_box_t* box = tp::box_of(t);
-  if (!box->buf) return py::none();
-  std::vector<int64_t> dims(box->buf->dims, box->buf->dims + box->buf->ndim);
-  return py::make_tuple(tpj_dtype_name(box->buf->dtype), dims,
-                        reinterpret_cast<uintptr_t>(box->buf));
+  tp::BufferRef b(tpj_box_acquire_buffer(tp::box_of(t)));
+  if (!b.get()) return py::none();
+  std::vector<int64_t> dims(b->dims, b->dims + b->ndim);
+  return py::make_tuple(tpj_dtype_name(b->dtype), dims, reinterpret_cast<uintptr_t>(b.get()));
 }
 
 py::list lowered_ops() {

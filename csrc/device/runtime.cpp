@@ -82,8 +82,15 @@ void open_locked() {
     // XLA_FLAGS change what the plugin compiles (fast math, dump paths that
     // a loaded executable would keep using): a different value, other entries.
     if (const char* f = std::getenv("XLA_FLAGS")) identity += std::string("|XLA_FLAGS=") + f;
-    // A cache that cannot be created only costs compiles: run without it.
-    tpj_status_free(tpj_exec_set_disk_cache(g_exec, g_cache_dir.c_str(), identity.c_str()));
+    // A cache that cannot be created only costs compiles: run without it,
+    // and say so once (here, the first tpu use), naming the directory.
+    if (tpj_status_t cs = tpj_exec_set_disk_cache(g_exec, g_cache_dir.c_str(), identity.c_str())) {
+      std::string why = tpj_status_message(cs);
+      tpj_status_free(cs);
+      TORCH_WARN("torch_pjrt: ", why, "; compiled programs are not kept across processes. "
+                 "Set TORCH_PJRT_CACHE_DIR to a writable directory (an empty value turns "
+                 "the disk cache off).");
+    }
   }
   g_rt = rt;
   g_rt_ready.store(rt, std::memory_order_release);

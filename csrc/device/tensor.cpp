@@ -77,27 +77,42 @@ tpj_rt_shape_t shape_of(const at::Tensor& t) {
   return s;
 }
 
-tpj_rt_buffer_t* buffer_of(const at::Tensor& t) {
+BufferRef buffer_of(const at::Tensor& t) {
   tpj_box_t* box = box_of(t);
-  if (!box->buf) {
-    // Reading a never-written storage: materialise zeros, in the reader's
-    // dtype when the bytes divide into it (else as bytes).
-    std::vector<uint8_t> zeros(box->nbytes, 0);
-    size_t item = t.element_size();
-    bool typed = box->nbytes % item == 0;
-    int64_t n = static_cast<int64_t>(typed ? box->nbytes / item : box->nbytes);
-    TPJ_CHECK(tpj_box_from_host(rt(), box, typed ? to_tpj_dtype(t.scalar_type()) : TPJ_U8, &n, 1,
-                                zeros.data()));
+  if (tpj_rt_buffer_t* b = tpj_box_acquire_buffer(box)) return BufferRef(b);
+  // Reading a never-written storage: materialise zeros, in the reader's
+  // dtype when the bytes divide into it (else as bytes). Another thread may
+  // write the storage meanwhile: its buffer wins.
+  std::vector<uint8_t> zeros(box->nbytes, 0);
+  size_t item = t.element_size();
+  bool typed = box->nbytes % item == 0;
+  int64_t n = static_cast<int64_t>(typed ? box->nbytes / item : box->nbytes);
+  tpj_rt_buffer_t* z = nullptr;
+  TPJ_CHECK(tpj_rt_buffer_from_host(rt(), box->device,
+                                    typed ? to_tpj_dtype(t.scalar_type()) : TPJ_U8, &n, 1,
+                                    zeros.data(), &z));
+  tpj_rt_buffer_retain(z);
+  if (!tpj_box_set_buffer_if_empty(box, z)) {
+    tpj_rt_buffer_release(z);
+    tpj_rt_buffer_release(z);
+    return BufferRef(tpj_box_acquire_buffer(box));
   }
-  return box->buf;
+  return BufferRef(z);
 }
+
+namespace {
+bool reads_naturally(const at::Tensor& t, const tpj_box_t* box, const tpj_rt_buffer_t* b) {
+  if (!b) return false;
+  tpj_view_t v = view_of(t);
+  return tpj_view_is_natural(&v, b->dtype, b->dims, b->ndim) &&
+         tpj_rt_buffer_nbytes(b) == box->nbytes;
+}
+}  // namespace
 
 bool is_natural(const at::Tensor& t) {
   tpj_box_t* box = box_of(t);
-  if (!box->buf) return false;
-  tpj_view_t v = view_of(t);
-  return tpj_view_is_natural(&v, box->buf->dtype, box->buf->dims, box->buf->ndim) &&
-         tpj_rt_buffer_nbytes(box->buf) == box->nbytes;
+  BufferRef b(tpj_box_acquire_buffer(box));
+  return reads_naturally(t, box, b.get());
 }
 
 bool covers_storage(const at::Tensor& t) {
@@ -116,10 +131,9 @@ void OpArgs::tensor(const at::Tensor& t_in) {
   const at::Tensor t = (t_in.is_conj() || t_in.is_neg()) ? t_in.resolve_conj().resolve_neg() : t_in;
   tpj_exec_arg_t a;
   std::memset(&a, 0, sizeof(a));
-  a.buf = buffer_of(t);
-  // Hold the buffer: t may be a temporary (a.tensor(x.reshape(...))) whose
-  // storage dies before run_op.
-  tpj_rt_buffer_retain(a.buf);
+  // Held: t may be a temporary (a.tensor(x.reshape(...))) whose storage dies
+  // before run_op, and another thread may replace the storage's buffer.
+  a.buf = buffer_of(t).release();
   owned.push_back(a.buf);
   a.has_view = 1;
   a.view = view_of(t);
@@ -253,6 +267,11 @@ void OpArgs::scalar(const at::Scalar& s, at::ScalarType dt, int device) {
   args.push_back(a);
 }
 
+void OpArgs::held(BufferRef b) {
+  buffer(b.get());
+  owned.push_back(b.release());
+}
+
 void OpArgs::buffer(tpj_rt_buffer_t* b) {
   tpj_exec_arg_t a;
   std::memset(&a, 0, sizeof(a));
@@ -263,19 +282,40 @@ void OpArgs::buffer(tpj_rt_buffer_t* b) {
 namespace {
 // Runs the write op on a's operands into dst's storage: the old buffer
 // (a.args[0]) is donated to the result when the box is its sole holder.
+//
+// a.args[0] is held (a reference in a.owned, taken with buffer_of). Under the
+// box's lock no other thread can take a new reference to the box's buffer,
+// so when that buffer is still a.args[0] our own reference is dropped (the
+// box keeps it alive) and "the box is its sole holder" is a refcount of 1
+// that stays true through the launch and the install of the result. When
+// another thread wrote the storage since we read it, its buffer is not
+// ours to donate: ours is computed from what we read and installed last,
+// as two racing writes end on a CPU.
 void run_write(const char* op, const at::Tensor& dst, OpArgs& a, const int64_t* attrs, int na,
                const tpj_rt_shape_t& out) {
   c10::SmallVector<int, 4> donate_to(a.args.size(), -1);
   donate_to[0] = 0;
   tpj_rt_buffer_t* result = nullptr;
   int donated = 0;
+  tpj_box_t* box = box_of(dst);
+  tpj_box_lock(box);
+  tpj_rt_buffer_t* cur = a.args[0].buf;
+  if (box->buf == cur) {
+    for (size_t i = 0; i < a.owned.size(); ++i) {
+      if (a.owned[i] != cur) continue;
+      a.owned.erase(a.owned.begin() + static_cast<std::ptrdiff_t>(i));
+      tpj_rt_buffer_release(cur);  // the box still holds it
+      break;
+    }
+  }
   tpj_status_t s = tpj_exec_run_donating(exec(), op, dst.device().index(), a.args.data(),
                                          static_cast<int>(a.args.size()), attrs, na, &out, 1,
                                          donate_to.data(), &result, &donated);
   // A launch that reported its failure at once (launch-blocking) has still
   // made the result, and may have taken the old buffer: the storage holds
   // the result either way, which carries the failure to its readers.
-  if (result) tpj_box_set_buffer(box_of(dst), result);
+  if (result) tpj_box_set_buffer(box, result);
+  tpj_box_unlock(box);
   TPJ_CHECK(s);
 }
 
@@ -340,7 +380,7 @@ void write_view_with(const at::Tensor& dst, OpArgs& a) {
 void write_view(const at::Tensor& dst, const at::Tensor& value) {
   if (dst.numel() == 0) return;
   OpArgs a;
-  a.buffer(buffer_of(dst));
+  a.held(buffer_of(dst));
   a.tensor(value);
   write_view_with(dst, a);
 }
@@ -348,7 +388,7 @@ void write_view(const at::Tensor& dst, const at::Tensor& value) {
 void write_view(const at::Tensor& dst, const at::Scalar& value) {
   if (dst.numel() == 0) return;
   OpArgs a;
-  a.buffer(buffer_of(dst));
+  a.held(buffer_of(dst));
   a.scalar(value, dst.scalar_type(), dst.device().index());
   write_view_with(dst, a);
 }
@@ -367,15 +407,16 @@ int64_t set_in_place_min_bytes(int64_t n) { return g_in_place_min_bytes.exchange
 
 bool add_in_place_operand(OpArgs& a, const at::Tensor& self) {
   TORCH_INTERNAL_ASSERT(a.args.empty(), "add_in_place_operand: the storage is operand 0");
-  if (self.numel() == 0 || self.is_conj() || self.is_neg() || !is_natural(self)) return false;
-  if (static_cast<int64_t>(box_of(self)->nbytes) <
-      g_in_place_min_bytes.load(std::memory_order_relaxed))
+  if (self.numel() == 0 || self.is_conj() || self.is_neg()) return false;
+  tpj_box_t* box = box_of(self);
+  if (static_cast<int64_t>(box->nbytes) < g_in_place_min_bytes.load(std::memory_order_relaxed))
     return false;
-  // Borrowed, not held as OpArgs::tensor holds it: the box stays the sole
-  // holder, so the buffer can be donated. Read through self's (natural)
-  // view, so a buffer of another shape still reads right (it is then not
-  // donated: the output's type differs).
-  a.buffer(box_of(self)->buf);
+  BufferRef cur(tpj_box_acquire_buffer(box));
+  if (!reads_naturally(self, box, cur.get())) return false;
+  // Read through self's (natural) view, so a buffer of another shape still
+  // reads right (it is then not donated: the output's type differs).
+  // run_write decides, under the box's lock, whether it can be donated.
+  a.held(std::move(cur));
   a.args.back().has_view = 1;
   a.args.back().view = view_of(self);
   return true;
@@ -383,9 +424,7 @@ bool add_in_place_operand(OpArgs& a, const at::Tensor& self) {
 
 void run_op_in_place(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
                      const at::Tensor& self) {
-  tpj_box_t* box = box_of(self);
-  TORCH_INTERNAL_ASSERT(!a.args.empty() && a.args[0].buf == box->buf, op,
-                        ": operand 0 must be the storage's buffer");
+  TORCH_INTERNAL_ASSERT(!a.args.empty(), op, ": operand 0 must be the storage's buffer");
   TORCH_INTERNAL_ASSERT(device == self.device().index(), op, ": runs on self's device");
   check_storage_only(op, a, {self});
   run_write(op, self, a, attrs.data(), static_cast<int>(attrs.size()), shape_of(self));

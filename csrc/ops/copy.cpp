@@ -5,6 +5,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <ATen/ExpandUtils.h>
+
 #include "common.h"
 #include "storage_dtypes.h"
 
@@ -73,7 +75,7 @@ void copy_device_to_device(at::Tensor src, const at::Tensor& dst) {
   if (src.device() != dst.device()) {
     if (!is_natural(src)) src = materialize(src, src.scalar_type(), src.sizes());
     tpj_rt_buffer_t* moved = nullptr;
-    TPJ_CHECK(tpj_rt_buffer_copy_to_device(rt(), buffer_of(src), dst.device().index(), &moved));
+    TPJ_CHECK(tpj_rt_buffer_copy_to_device(rt(), buffer_of(src).get(), dst.device().index(), &moved));
     c10::DeviceGuard guard(dst.device());
     at::Tensor tmp = at::empty(src.sizes(), src.options().device(dst.device()));
     tpj_box_set_buffer(box_of(tmp), moved);
@@ -87,9 +89,7 @@ void copy_device_to_device(at::Tensor src, const at::Tensor& dst) {
   if (!(src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() && is_natural(src)))
     s = materialize(src, dst.scalar_type(), dst.sizes());
   // Buffers are immutable: the destination simply shares the source's.
-  tpj_rt_buffer_t* buf = box_of(s)->buf;
-  tpj_rt_buffer_retain(buf);
-  tpj_box_set_buffer(box_of(dst), buf);
+  tpj_box_set_buffer(box_of(dst), buffer_of(s).release());
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
@@ -97,6 +97,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   // complete before returning, which is always correct.
   check_supported(self, "copy_");
   check_supported(dst, "copy_");
+  // copy_ broadcasts the source to dst: CPU's checks (TensorIterator's
+  // wording), before any path that would reshape on the device.
+  if (self.sizes() != dst.sizes()) {
+    std::vector<int64_t> shape = at::infer_size(dst.sizes(), self.sizes());
+    TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
+                " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+  }
   bool src_tpu = self.device().is_privateuseone(), dst_tpu = dst.device().is_privateuseone();
   if (src_tpu && dst_tpu && self.scalar_type() != dst.scalar_type() &&
       (is_storage_only(self.scalar_type()) || is_storage_only(dst.scalar_type()))) {

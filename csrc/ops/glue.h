@@ -136,7 +136,15 @@ inline Tensor run_meta(const char* op, std::initializer_list<const Tensor*> ts, 
 }
 
 inline int64_t acc_dtype(at::ScalarType t) { return to_tpj_dtype(accumulator(t)); }
-inline Tensor on_device(const Tensor& t, c10::Device dev) { return t.device() == dev ? t : t.to(dev); }
+// t on dev: a CPU operand (an index, a target) is copied there, as CUDA
+// accepts CPU indices; one on another tpu device is refused, as CUDA refuses
+// one on another GPU (copying it would hide a user's device mix-up).
+inline Tensor on_device(const Tensor& t, c10::Device dev) {
+  if (t.device() == dev) return t;
+  TORCH_CHECK(t.device().is_cpu(), "Expected all tensors to be on the same device, but found at "
+              "least two devices, ", dev, " and ", t.device(), "!");
+  return t.to(dev);
+}
 
 inline Tensor& put_out(Tensor& out, const Tensor& result, const char* op) {
   at::native::resize_output(out, result.sizes());

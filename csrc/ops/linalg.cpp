@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "dtype_check.h"
 #include "glue.h"
 #include <ATen/ExpandUtils.h>
 #include <string>
@@ -622,8 +623,14 @@ void check_matrices(const Tensor& m1, const Tensor& m2) {
               m1.dtype(), " != ", m2.dtype());
 }
 
+// CPU's matrix products refuse bool (XLA would compute it).
+void check_not_bool(const Tensor& t, const char* cpu_name) {
+  check_cpu_dtype(t.scalar_type() != at::kBool, t.scalar_type(), cpu_name);
+}
+
 Tensor mm(const Tensor& self, const Tensor& mat2) {
   check_matrices(self, mat2);
+  check_not_bool(self, "addmm_impl_cpu_");
   return product("aten::mm", {&self, &mat2}, at::meta::mm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
@@ -631,6 +638,7 @@ Tensor mm(const Tensor& self, const Tensor& mat2) {
 Tensor bmm(const Tensor& self, const Tensor& mat2) {
   TORCH_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
               self.dtype(), " != ", mat2.dtype());
+  check_not_bool(self, "bmm");
   return product("aten::bmm", {&self, &mat2}, at::meta::bmm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
@@ -640,6 +648,8 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const at::S
   check_matrices(m1, m2);
   TORCH_CHECK(self.scalar_type() == m2.scalar_type(), "self and mat2 must have the same dtype, "
               "but got ", self.scalar_type(), " and ", m2.scalar_type());
+  check_not_bool(self, "addmm_impl_cpu_");
+  self.expand({m1.size(0), m2.size(1)});  // CPU's message for a bias that cannot broadcast
   Tensor m = at::meta::addmm(to_meta(self), to_meta(m1), to_meta(m2), beta, alpha);
   return product("aten::addmm", {&self, &m1, &m2}, m, &beta, &alpha);
 }
@@ -647,6 +657,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const at::S
 Tensor baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const at::Scalar& beta,
                const at::Scalar& alpha) {
   Tensor m = at::meta::baddbmm(to_meta(self), to_meta(b1), to_meta(b2), beta, alpha);
+  check_not_bool(self, "baddbmm");
   return product("aten::baddbmm", {&self, &b1, &b2}, m, &beta, &alpha);
 }
 
@@ -656,6 +667,7 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const at:
               "addmv input tensors must have the same dtype, but got ", self.scalar_type(), ", ",
               mat.scalar_type(), ", and ", vec.scalar_type());
   Tensor m = at::meta::addmv(to_meta(self), to_meta(mat), to_meta(vec), beta, alpha);
+  check_not_bool(self, "addmv_impl_cpu");
   return product("aten::addmv", {&self, &mat, &vec}, m, &beta, &alpha);
 }
 
@@ -663,14 +675,24 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
   // CPU's mv runs addmv with an output of vec's dtype; so does its message
   TORCH_CHECK(self.dtype() == vec.dtype(), "addmv input tensors must have the same dtype, but "
               "got ", vec.scalar_type(), ", ", self.scalar_type(), ", and ", vec.scalar_type());
+  check_not_bool(self, "addmv_impl_cpu");
   return product("aten::mv", {&self, &vec}, at::mv(to_meta(self), to_meta(vec)), nullptr, nullptr);
 }
 
 Tensor dot(const Tensor& self, const Tensor& other) {
   TORCH_CHECK(self.dtype() == other.dtype(), "dot : expected both vectors to have same dtype, but "
               "found ", self.scalar_type(), " and ", other.scalar_type());
+  check_not_bool(self, "dot");
   return product("aten::dot", {&self, &other}, at::dot(to_meta(self), to_meta(other)), nullptr,
                  nullptr);
+}
+
+// addr.out: PyTorch's composite kernel would copy a tpu result into an out
+// on another device; CUDA's kernel refuses the mix, and so does this one.
+Tensor& addr_out(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const at::Scalar& beta,
+                 const at::Scalar& alpha, Tensor& out) {
+  common_device("aten::addr.out", {&self, &vec1, &vec2, &out});
+  return out_result(out, at::addr(self, vec1, vec2, beta, alpha), "aten::addr.out");
 }
 }  // namespace
 }  // namespace torch_pjrt
@@ -684,6 +706,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmv", TORCH_FN(addmv));
   m.impl("mv", TORCH_FN(mv));
   m.impl("dot", TORCH_FN(dot));
+  m.impl("addr.out", TORCH_FN(addr_out));
 }
 namespace torch_pjrt {
 namespace {

@@ -9,6 +9,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include "common.h"
+#include "dtype_check.h"
 #include "glue.h"
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -48,6 +49,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTens
                                               const OptTensor& running_var, bool training,
                                               double momentum, double eps) {
   const char* op = "aten::native_batch_norm";
+  check_floating_dtype(input, "batch_norm");  // CPU's kernels are floating only
   bool hr = has_tensor(running_mean) && has_tensor(running_var);
   TORCH_CHECK(training || hr, "running_mean must be defined in evaluation mode");
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected an input with at least 2 dims, got ",
@@ -176,6 +178,7 @@ std::tuple<Tensor, Tensor, Tensor> group_norm(const Tensor& input, const OptTens
                                               const OptTensor& bias, c10::SymInt N, c10::SymInt C,
                                               c10::SymInt HxW, int64_t group, double eps) {
   const char* op = "aten::native_group_norm";
+  check_floating_dtype(input, "GroupNormKernelImpl");
   // Shapes computed here (PyTorch's meta kernel is a Python decomposition,
   // about 0.7 ms a call; aten::group_norm checked the arguments already):
   // y like input, the statistics (N, group) in CPU's statistics dtype.
@@ -299,6 +302,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::SymIntAr
                                               const std::optional<Tensor>& weight,
                                               const std::optional<Tensor>& bias, double eps) {
   const char* op = "aten::native_layer_norm";
+  check_floating_dtype(input, "LayerNormKernelImpl");
   // CPU's check and wording (the meta function words it differently)
   auto ns = C10_AS_INTARRAYREF_SLOW(shape);
   int64_t nd = static_cast<int64_t>(ns.size()), id = input.dim();

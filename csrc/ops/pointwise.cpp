@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "dtype_check.h"
 #include "storage_dtypes.h"
 #include "inplace.h"
 #include "glue.h"
@@ -232,6 +233,10 @@ at::Tensor lerp(const char* op, const at::Tensor& self, const at::Tensor& end,
   bool wrapped = weight.unsafeGetTensorImpl()->is_wrapped_number();
   TORCH_CHECK(wrapped || self.scalar_type() == weight.scalar_type(), "expected dtype ",
               self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());
+  // CPU's lerp kernels are built for floating and complex types only.
+  at::ScalarType st = self.scalar_type();
+  check_cpu_dtype(at::isFloatingType(st) || at::isComplexType(st), st,
+                  wrapped ? "lerp_kernel_scalar" : "lerp_kernel_tensor");
   c10::Device dev = common_device(op, {&self, &end, &weight});
   auto sizes = at::infer_size(at::infer_size(self.sizes(), end.sizes()), weight.sizes());
   c10::DeviceGuard guard(dev);
@@ -256,9 +261,7 @@ void assign(const at::Tensor& dst, const at::Tensor& result, const char* op) {
               ", got ", dst.device());
   if (dst.numel() == 0) return;
   if (covers_storage(dst) && dst.scalar_type() == result.scalar_type()) {
-    tpj_rt_buffer_t* buf = buffer_of(result);
-    tpj_rt_buffer_retain(buf);
-    tpj_box_set_buffer(box_of(dst), buf);
+    tpj_box_set_buffer(box_of(dst), buffer_of(result).release());
   } else {
     write_view(dst, result);  // converts to dst's dtype on the device
   }
@@ -379,6 +382,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::binary("aten::pow.Tensor_Tensor", a, b, Kind::kArith);
   });
   m.impl("pow.Tensor_Scalar", [](const Tensor& a, const Scalar& b) {
+    TORCH_CHECK(!(at::isIntegralType(a.scalar_type(), true) && b.isIntegral(true) &&
+                  b.toLong() < 0),
+                "Integers to negative integer powers are not allowed.");
     // x ** 2 as x * x, as CPU's kernel does: a runtime exponent is a generic
     // pow per element on XLA:CPU (about 12x slower on 16K floats)
     if (at::isFloatingType(a.scalar_type()) && !b.isComplex() && b.toDouble() == 2.0)

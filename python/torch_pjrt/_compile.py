@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 import os
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -47,9 +48,16 @@ def _has_kernel(name: str) -> bool:
     return has(name, "PrivateUse1") or any(has(name, k) for k in _COMPOSITE)
 
 
-# True while a graph is being traced: _foreach.py's kernels then run their
-# per-tensor ops into that trace instead of starting one of their own.
-_tracing = False
+class _TraceState(threading.local):
+    # on: this thread is tracing a graph; _foreach.py's kernels then run their
+    # per-tensor ops into that trace instead of starting one of their own.
+    on = False
+
+
+_trace_state = _TraceState()
+# One trace at a time (the C core records one); other threads' eager ops
+# and compiled graphs run meanwhile, only a second first-call waits.
+_trace_lock = threading.RLock()
 
 
 def _has_tpu_kernel(op: torch._ops.OpOverload) -> bool:
@@ -117,10 +125,13 @@ class _Traced(torch.nn.Module):
         return _C._graph_key(tensors), others
 
     def _trace(self, args):
-        global _tracing
+        with _trace_lock:
+            return self._trace_locked(args)
+
+    def _trace_locked(self, args):
         tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
         _C._trace_begin(tensors)
-        _tracing = True
+        _trace_state.on = True
         try:
             with torch.no_grad():
                 outs = self.gm(*args)
@@ -128,7 +139,7 @@ class _Traced(torch.nn.Module):
             _C._trace_abort()
             raise
         finally:
-            _tracing = False
+            _trace_state.on = False
         flat = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         tensor_pos = [i for i, o in enumerate(flat) if isinstance(o, torch.Tensor)]
         # An output that is a CPU tensor argument passes through unchanged.

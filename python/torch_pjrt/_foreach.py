@@ -84,7 +84,7 @@ def _register(name: str, n_lists: int, per_tensor, scalars: str = "none", kw=Non
             scalar = extra[0] if extra else kwargs.get(kw[0], kw[1])
         else:
             scalar = extra[0] if extra else None
-        ok = not _compile._tracing and _eligible(lists, [scalar] if scalars == "tensor" else [])
+        ok = not _compile._trace_state.on and _eligible(lists, [scalar] if scalars == "tensor" else [])
         if ok and scalars == "list":
             ok = len(scalar) == len(lists[0]) and all(
                 isinstance(v, (int, float)) for v in scalar)

@@ -5,6 +5,7 @@
  * Files are written to a temporary name and renamed: a reader never sees a
  * half-written entry. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,29 @@ static int tpj_disk_mkdirs(const char* dir) {
   return 1;
 }
 
+/* 1 when entries can be written in dir (a directory where a file can be
+ * created); else 0 with errno saying why. mkdir's EEXIST hides a file in
+ * the directory's place, and a read-only or virtual (/proc) directory
+ * exists but takes no files. */
+static int tpj_disk_writable(const char* dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0) return 0;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return 0;
+  }
+  char probe[4200];
+  snprintf(probe, sizeof(probe), "%s/.probe.%ld", dir, (long)getpid());
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) {
+    if (errno != EEXIST) return 0;
+  } else {
+    close(fd);
+  }
+  unlink(probe);
+  return 1;
+}
+
 tpj_status_t tpj_exec_set_disk_cache(tpj_exec_t* ex, const char* dir, const char* identity) {
   pthread_mutex_lock(&ex->mu);
   free(ex->disk_dir);
@@ -42,6 +66,9 @@ tpj_status_t tpj_exec_set_disk_cache(tpj_exec_t* ex, const char* dir, const char
   if (dir && dir[0]) {
     if (!tpj_disk_mkdirs(dir)) {
       s = tpj_status_make(TPJ_INVALID_ARGUMENT, "cannot create the cache directory %s: %s", dir,
+                          strerror(errno));
+    } else if (!tpj_disk_writable(dir)) {
+      s = tpj_status_make(TPJ_INVALID_ARGUMENT, "cannot write in the cache directory %s: %s", dir,
                           strerror(errno));
     } else {
       ex->disk_dir = strdup(dir);

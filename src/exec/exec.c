@@ -372,7 +372,7 @@ static tpj_status_t tpj_exec_run_aliased(tpj_exec_t* ex, const char* op_name, in
   tpj_rt_exe_t* exe = NULL;
   tpj_status_t s;
   pthread_mutex_lock(&ex->mu);
-  if (ex->trace) {
+  if (ex->trace && pthread_equal(ex->trace_owner, pthread_self())) {
     /* a traced graph has its own donation (trace_end_donating) */
     s = tpj_exec_trace_record_locked(ex, op_name, device, args, nargs, attrs, nattrs,
                                      out_shapes, nouts, outs);

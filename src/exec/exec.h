@@ -69,11 +69,14 @@ tpj_status_t tpj_exec_lower_text(const char* op_name, const tpj_exec_arg_t* args
  * A graph is traced by running the ops eagerly with tracing on: each
  * tpj_exec_run then records a node and returns placeholder buffers
  * (rt's trace_id) instead of launching. The recorded nodes are lowered by
- * the same table functions into one StableHLO main and compiled once. */
+ * the same table functions into one StableHLO main and compiled once.
+ * A trace belongs to the thread that began it: ops from other threads run
+ * as usual meanwhile, and one trace is active at a time. */
 typedef struct tpj_exec_graph tpj_exec_graph_t;
 
 /* Starts a trace; TPJ_FAILED_PRECONDITION when one is already active. */
 tpj_status_t tpj_exec_trace_begin(tpj_exec_t* ex);
+/* 1 when the calling thread is tracing. */
 int tpj_exec_tracing(tpj_exec_t* ex);
 /* Ends the trace and builds its graph. params (real buffers) become the
  * graph's parameters in this order; results (placeholders of this trace or

@@ -74,6 +74,7 @@ tpj_status_t tpj_exec_trace_begin(tpj_exec_t* ex) {
     ex->trace = (tpj_exec_trace_t*)calloc(1, sizeof(*ex->trace));
     if (!ex->trace) s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
     else ex->trace->first_id = ex->trace->next_id = g_next_trace_id;
+    ex->trace_owner = pthread_self();
   }
   pthread_mutex_unlock(&ex->mu);
   return s;
@@ -81,7 +82,7 @@ tpj_status_t tpj_exec_trace_begin(tpj_exec_t* ex) {
 
 int tpj_exec_tracing(tpj_exec_t* ex) {
   pthread_mutex_lock(&ex->mu);
-  int on = ex->trace != NULL;
+  int on = ex->trace != NULL && pthread_equal(ex->trace_owner, pthread_self());
   pthread_mutex_unlock(&ex->mu);
   return on;
 }

@@ -33,6 +33,8 @@ struct tpj_exec {
   pthread_mutex_t mu;
   tpj_exec_metrics_t m;
   tpj_exec_trace_t* trace;  /* non-NULL while a graph is being traced */
+  pthread_t trace_owner;    /* the thread tracing it: only its ops are recorded,
+                             * other threads' ops run as usual meanwhile */
   char* disk_dir;           /* on-disk cache directory, or NULL (owned) */
   char* disk_identity;      /* plugin identity that keys disk entries (owned) */
   int disk_error_unreported; /* set at the first disk error; taken once */

@@ -47,23 +47,93 @@ void tpj_box_destroy(tpj_box_t* box) {
   free(box);
 }
 
+/* The buffer locks: a few stripes, chosen by the box's address. Recursive,
+ * so a writer holding its box's lock may install, read or acquire through
+ * the same calls everyone uses. */
+#define TPJ_BOX_STRIPES 64
+static pthread_mutex_t g_stripes[TPJ_BOX_STRIPES];
+static pthread_once_t g_stripes_once = PTHREAD_ONCE_INIT;
+
+static void tpj_box_stripes_init(void) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  for (int i = 0; i < TPJ_BOX_STRIPES; ++i) pthread_mutex_init(&g_stripes[i], &a);
+  pthread_mutexattr_destroy(&a);
+}
+
+static int tpj_box_stripe(const tpj_box_t* box) {
+  uint64_t h = (uint64_t)(uintptr_t)box * 0x9e3779b97f4a7c15ull;
+  return (int)(h >> 58); /* the top 6 bits: 0 .. 63 */
+}
+
+void tpj_box_lock(const tpj_box_t* box) {
+  pthread_once(&g_stripes_once, tpj_box_stripes_init);
+  pthread_mutex_lock(&g_stripes[tpj_box_stripe(box)]);
+}
+
+void tpj_box_unlock(const tpj_box_t* box) { pthread_mutex_unlock(&g_stripes[tpj_box_stripe(box)]); }
+
+static void tpj_box_stripe_set(tpj_box_t* const* boxes, int n, unsigned char* used) {
+  memset(used, 0, TPJ_BOX_STRIPES);
+  for (int i = 0; i < n; ++i)
+    if (boxes[i]) used[tpj_box_stripe(boxes[i])] = 1;
+}
+
+void tpj_box_lock_many(tpj_box_t* const* boxes, int n) {
+  unsigned char used[TPJ_BOX_STRIPES];
+  pthread_once(&g_stripes_once, tpj_box_stripes_init);
+  tpj_box_stripe_set(boxes, n, used);
+  for (int i = 0; i < TPJ_BOX_STRIPES; ++i)
+    if (used[i]) pthread_mutex_lock(&g_stripes[i]);
+}
+
+void tpj_box_unlock_many(tpj_box_t* const* boxes, int n) {
+  unsigned char used[TPJ_BOX_STRIPES];
+  tpj_box_stripe_set(boxes, n, used);
+  for (int i = TPJ_BOX_STRIPES - 1; i >= 0; --i)
+    if (used[i]) pthread_mutex_unlock(&g_stripes[i]);
+}
+
+tpj_rt_buffer_t* tpj_box_acquire_buffer(tpj_box_t* box) {
+  tpj_box_lock(box);
+  tpj_rt_buffer_t* b = box->buf;
+  tpj_rt_buffer_retain(b);
+  tpj_box_unlock(box);
+  return b;
+}
+
 void tpj_box_set_buffer(tpj_box_t* box, tpj_rt_buffer_t* buf) {
+  tpj_box_lock(box);
   tpj_rt_buffer_t* old = box->buf;
   box->buf = buf;
+  tpj_box_unlock(box);
   tpj_rt_buffer_release(old);
+}
+
+int tpj_box_set_buffer_if_empty(tpj_box_t* box, tpj_rt_buffer_t* buf) {
+  tpj_box_lock(box);
+  int empty = box->buf == NULL;
+  if (empty) box->buf = buf;
+  tpj_box_unlock(box);
+  return empty;
 }
 
 tpj_status_t tpj_box_to_host(tpj_rt_t* rt, const tpj_box_t* box, void* dst) {
   if (box->nbytes == 0) return NULL;
-  if (!box->buf) {
+  tpj_rt_buffer_t* buf = tpj_box_acquire_buffer((tpj_box_t*)box);
+  if (!buf) {
     memset(dst, 0, box->nbytes);
     return NULL;
   }
-  size_t have = tpj_rt_buffer_nbytes(box->buf);
-  if (have != box->nbytes)
-    return tpj_status_make(TPJ_INTERNAL, "storage of %zu bytes holds a buffer of %zu bytes",
-                           box->nbytes, have);
-  return tpj_rt_buffer_to_host(rt, box->buf, dst, box->nbytes);
+  size_t have = tpj_rt_buffer_nbytes(buf);
+  tpj_status_t s =
+      have != box->nbytes
+          ? tpj_status_make(TPJ_INTERNAL, "storage of %zu bytes holds a buffer of %zu bytes",
+                            box->nbytes, have)
+          : tpj_rt_buffer_to_host(rt, buf, dst, box->nbytes);
+  tpj_rt_buffer_release(buf);
+  return s;
 }
 
 tpj_status_t tpj_box_from_host(tpj_rt_t* rt, tpj_box_t* box, tpj_dtype_t dtype,

@@ -68,3 +68,27 @@ def test_xla_flags_are_part_of_the_disk_cache_key(tmp_path):
     assert flagged["compiles"] == first["compiles"]
     again, _ = _run(str(tmp_path), XLA_FLAGS="--xla_cpu_enable_fast_math=false")
     assert again["compiles"] == 0 and again["cache_hits_disk"] == first["compiles"]
+
+
+def _unusable_dirs(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    dirs = {"file in its place": str(blocker), "under a file": str(blocker / "cache"),
+            "virtual (/proc)": "/proc"}
+    if os.geteuid() != 0:  # root writes into a read-only directory anyway
+        ro = tmp_path / "read_only"
+        ro.mkdir()
+        ro.chmod(0o555)
+        dirs["read-only"] = str(ro)
+    return dirs
+
+
+def test_unusable_cache_dir_warns_once_and_still_computes(tmp_path):
+    # Issue 19, item 11: results stay right, and one warning names the
+    # directory and why the cache is off.
+    for why, d in _unusable_dirs(tmp_path).items():
+        m, err = _run(d)
+        assert m["disk_writes"] == 0 and m["cache_hits_disk"] == 0, why
+        assert err.count("compiled programs are not kept across processes") == 1, (why, err)
+        assert d in err, (why, err)
+        assert "Not a directory" in err or "ermission" in err or "No such file" in err, (why, err)

@@ -134,3 +134,93 @@ def test_complex_remainder_raises_cpu_error(op, shape):
     with pytest.raises(NotImplementedError) as tpu:
         op(t, t)
     assert str(tpu.value) == str(cpu.value)
+
+
+def _same_error(fn, *cpu_args, match_text=True):
+    """fn raises the same exception type (and text) on tpu as on the CPU."""
+    with pytest.raises(Exception) as cpu:
+        fn(*cpu_args)
+    tpu_args = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in cpu_args]
+    with pytest.raises(Exception) as tpu:
+        fn(*tpu_args)
+    assert type(tpu.value) is type(cpu.value), (tpu.value, cpu.value)
+    if match_text:
+        assert str(tpu.value) == str(cpu.value)
+    return str(tpu.value), str(cpu.value)
+
+
+F = torch.nn.functional
+L, B = torch.long, torch.bool
+
+# Issue 19, item 2: a dtype CPU's kernel refuses raises CPU's error on tpu
+# (XLA would compute it, or fail to compile with an internal message).
+REFUSED_DTYPES = {
+    "mm_bool": (torch.mm, torch.ones(2, 2, dtype=B), torch.ones(2, 2, dtype=B)),
+    "matmul_bool": (torch.matmul, torch.ones(2, 2, dtype=B), torch.ones(2, 2, dtype=B)),
+    "bmm_bool": (torch.bmm, torch.ones(2, 2, 2, dtype=B), torch.ones(2, 2, 2, dtype=B)),
+    "mv_bool": (torch.mv, torch.ones(2, 2, dtype=B), torch.ones(2, dtype=B)),
+    "dot_bool": (torch.dot, torch.ones(2, dtype=B), torch.ones(2, dtype=B)),
+    "addmm_bool": (torch.addmm, torch.ones(2, 2, dtype=B), torch.ones(2, 2, dtype=B),
+                   torch.ones(2, 2, dtype=B)),
+    "lerp_long_scalar": (lambda a, b: torch.lerp(a, b, 0.5), torch.ones(3, dtype=L),
+                         torch.ones(3, dtype=L)),
+    "lerp_long_tensor": (torch.lerp, torch.ones(3, dtype=L), torch.ones(3, dtype=L),
+                         torch.ones(3, dtype=L)),
+    "pow_negative_int": (lambda a: torch.pow(a, -1), torch.tensor([2, 3])),
+    "pow_negative_uint8": (lambda a: a ** -2, torch.tensor([2, 3], dtype=torch.uint8)),
+    "layer_norm_long": (lambda a: F.layer_norm(a, (3,)), torch.ones(2, 3, dtype=L)),
+    "layer_norm_bool": (lambda a: F.layer_norm(a, (3,)), torch.ones(2, 3, dtype=B)),
+    "layer_norm_complex": (lambda a: F.layer_norm(a, (3,)),
+                           torch.ones(2, 3, dtype=torch.complex64)),
+    "group_norm_long": (lambda a: F.group_norm(a, 2), torch.ones(2, 4, 3, dtype=L)),
+    "batch_norm_long": (lambda a: F.batch_norm(a, None, None, training=True),
+                        torch.ones(2, 4, 3, dtype=L)),
+    "batch_norm_bool": (lambda a: F.batch_norm(a, None, None, training=True),
+                        torch.ones(2, 4, 3, dtype=B)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_DTYPES))
+def test_refused_dtype_raises_cpu_error(case):
+    fn, *args = REFUSED_DTYPES[case]
+    _same_error(fn, *args)
+
+
+def test_pow_negative_tensor_exponent_still_computes():
+    # Only a negative integer *scalar* exponent is refused (CPU computes a
+    # tensor exponent, and a float scalar one).
+    a, e = torch.tensor([2, 3]), torch.tensor([-1, 2])
+    torch.testing.assert_close(torch.pow(a.to("tpu"), e.to("tpu")).cpu(), torch.pow(a, e))
+    torch.testing.assert_close(torch.pow(a.to("tpu"), -2.0).cpu(), torch.pow(a, -2.0))
+
+
+# Issue 19, item 12: CPU's exception type and message.
+def test_copy_shape_mismatch_message():
+    _same_error(lambda d, s: d.copy_(s), torch.zeros(3, 4), torch.ones(5))
+    _same_error(lambda d, s: d.copy_(s), torch.zeros(3, 1), torch.ones(3, 4))
+
+
+def test_addmm_bias_of_higher_rank_raises():
+    tpu, cpu = _same_error(torch.addmm, torch.zeros(2, 3, 3), torch.ones(3, 3), torch.ones(3, 3),
+                           match_text=False)
+    assert "the number of sizes provided (2) must be greater or equal" in tpu, tpu
+
+
+def test_index_add_out_of_range_is_index_error():
+    for bad in (7, -1):
+        _same_error(lambda s, i, v: s.index_add(0, i, v), torch.zeros(5), torch.tensor([bad]),
+                    torch.ones(1))
+
+
+def test_index_select_negative_index_matches_cpu():
+    _same_error(lambda s, i: s.index_select(0, i), torch.zeros(5), torch.tensor([-1]))
+
+
+def test_addr_out_on_another_device_raises():
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.addr(torch.zeros(2, 2, device="tpu"), torch.ones(2, device="tpu"),
+                   torch.ones(2, device="tpu"), out=torch.zeros(2, 2))
+    out = torch.empty(2, 2, device="tpu")
+    torch.addr(torch.zeros(2, 2, device="tpu"), torch.ones(2, device="tpu"),
+               torch.tensor([1.0, 2.0], device="tpu"), out=out)
+    torch.testing.assert_close(out.cpu(), torch.tensor([[1.0, 2.0], [1.0, 2.0]]))

@@ -84,3 +84,26 @@ def test_module_to_other_device(no_leaks):
     out = m1(inp.to("tpu:1"))
     assert out.device == torch.device("tpu:1")
     torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-5)
+
+
+SAME_DEVICE = "Expected all tensors to be on the same device"
+
+
+@pytest.mark.parametrize("case", ["index_select", "embedding", "index_put", "gather", "index"])
+def test_index_on_another_device_raises(case):
+    # Issue 19, item 6: indices on tpu:1 for data on tpu:0 raise CUDA's
+    # same-device error instead of being copied over silently.
+    data = torch.arange(10.0).reshape(5, 2).to("tpu:0")
+    idx = torch.tensor([1, 3], device="tpu:1")
+    fns = {
+        "index_select": lambda: data.index_select(0, idx),
+        "embedding": lambda: torch.nn.functional.embedding(idx, data),
+        "index_put": lambda: data.index_put_((idx,), torch.zeros(2, 2, device="tpu:0")),
+        "gather": lambda: data.gather(0, idx.view(2, 1).expand(2, 2)),
+        "index": lambda: data[idx],
+    }
+    with pytest.raises(RuntimeError, match=SAME_DEVICE):
+        fns[case]()
+    # CPU indices stay accepted, as on CUDA
+    torch.testing.assert_close(data.index_select(0, idx.cpu()).cpu(),
+                               data.cpu().index_select(0, idx.cpu()))
