@@ -530,9 +530,16 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   at::meta::index_add(to_meta(self), dim, to_meta(index), to_meta(source), alpha);
   common_device(op, {&self, &index, &source});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-  int64_t lo = 0, hi = 0;  // CPU's check and message (an IndexError)
-  if (index_bounds(index, &lo, &hi))
-    TORCH_CHECK_INDEX(lo >= 0 && hi < size_at(self, d), "index out of range in self");
+  // CPU's checks and messages: its kernel for a vector self checks as
+  // index_select does (an IndexError), the one for higher ranks names the
+  // index (a RuntimeError).
+  if (self.dim() <= 1) {
+    int64_t lo = 0, hi = 0;
+    if (index_bounds(index, &lo, &hi))
+      TORCH_CHECK_INDEX(lo >= 0 && hi < size_at(self, d), "index out of range in self");
+  } else {
+    check_range(index, size_at(self, d), d, false, "", false);
+  }
   return index_along(op, self, dim, index, &source, nullptr, &alpha, kSum, in_place);
 }
 

@@ -333,7 +333,94 @@ def _merge_host_copies(gm: torch.fx.GraphModule) -> None:
     gm.recompile()
 
 
+# Ops that only copy, move or view a constant: evaluated once at compile
+# time when every tensor they read is a constant of the graph. Other pure
+# ops of constants are folded too while their result is small
+# (_FOLD_MAX_NUMEL); factories without inputs only when named here.
+_FOLDABLE = {"lift_fresh_copy", "lift_fresh", "_to_copy", "clone", "detach", "alias", "view",
+             "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand", "t", "permute",
+             "transpose", "slice", "select", "_to_dense"}
+_FOLD_FACTORIES = {"arange", "full", "zeros", "ones", "scalar_tensor", "linspace", "eye"}
+_FOLD_MAX_NUMEL = 1 << 16
+
+
+def _foldable(node: torch.fx.Node, consts: dict) -> bool:
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return False
+    base = target.__name__.split(".", 1)[0]
+    flat = []
+    torch.fx.node.map_arg((node.args, node.kwargs), flat.append)
+    if not all(a in consts for a in flat):
+        return False
+    if base in _FOLDABLE:
+        return bool(flat)
+    schema = target._schema
+    if schema.is_mutable or torch.Tag.nondeterministic_seeded in target.tags:
+        return False
+    if not flat and base not in _FOLD_FACTORIES:
+        return False
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.numel() <= _FOLD_MAX_NUMEL
+
+
+def _fold_constants(gm: torch.fx.GraphModule) -> None:
+    """Folds the copies, moves and views of the graph's constants.
+
+    A tensor made inside forward (`torch.tensor([...])`, transformers'
+    sliding-window masks, DeBERTa's relative positions) becomes a constant
+    attribute read through `lift_fresh_copy`, often followed by a move to
+    the device; `lift_fresh_copy` has no tpu kernel of its own and a CPU
+    constant's move runs on the host, so each split the graph. Evaluated
+    here once, each chain becomes one constant (on tpu where it was moved
+    there) that the captured graph reads."""
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+    graph = gm.graph
+    consts: dict = {}
+    changed = False
+    for node in list(graph.nodes):
+        if node.op == "get_attr":
+            obj = gm
+            for part in node.target.split("."):
+                obj = getattr(obj, part, None)
+            if isinstance(obj, torch.Tensor):
+                consts[node] = obj
+            continue
+        if not _foldable(node, consts):
+            continue
+        target = node.target
+        sub = lambda a: consts[a] if isinstance(a, torch.fx.Node) else a  # noqa: E731
+        args = torch.fx.node.map_aggregate(node.args, sub)
+        kwargs = torch.fx.node.map_aggregate(node.kwargs, sub)
+        if any(isinstance(a, FakeTensor) for a in (*args, *kwargs.values())):
+            continue
+        # real values: the backend compiles under AOTAutograd's fake mode
+        with torch.no_grad(), unset_fake_temporarily():
+            value = target(*args, **kwargs)
+            if not isinstance(value, torch.Tensor):
+                continue
+            # A view of a constant stays a view of it: clone, so the folded
+            # constant owns its memory.
+            value = value.clone() if value._base is not None else value
+        name = f"_tpu_folded_{len(consts)}"
+        while hasattr(gm, name):
+            name += "_"
+        gm.register_buffer(name, value, persistent=False)
+        with graph.inserting_before(node):
+            new = graph.get_attr(name)
+        new.meta = dict(node.meta)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        consts[new] = value
+        changed = True
+    if changed:
+        graph.eliminate_dead_code()
+        gm.recompile()
+
+
 def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
+    _fold_constants(gm)
     ok: dict = {}
     prologue, epilogue = _host_nodes(gm)
     unsupported = []

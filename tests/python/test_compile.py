@@ -388,3 +388,51 @@ def test_process_exits_cleanly_with_compiled_runs_in_flight():
         "print('done')\n")
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("done")
+
+
+class _MadeConstants(torch.nn.Module):
+    """Tensors made inside forward: on the device, on the CPU then moved,
+    and a CPU 0-d computed from constants (log, sqrt of a torch.tensor)."""
+
+    def forward(self, x):
+        a = torch.tensor([1.0, 2.0], device=x.device)
+        b = torch.tensor(3.0)
+        scale = torch.sqrt(torch.log(torch.tensor(8.0)))
+        return ((x + a) * b + torch.tensor([[0.5, 0.5]]).to(x.device)) / scale
+
+
+def test_constants_made_in_forward_do_not_split():
+    # Issue 19, item 10: lift_fresh_copy and the CPU ops on constants are
+    # folded at compile time: one graph, no splits, CPU's values.
+    torch_pjrt.reset_metrics()
+    m = _MadeConstants()
+    x = torch.randn(3, 2)
+    got = torch.compile(m, backend="tpu")(x.to("tpu")).cpu()
+    torch.testing.assert_close(got, m(x), rtol=1e-6, atol=1e-6)
+    assert torch_pjrt.metrics()["graph_splits"] == 0
+
+
+@pytest.mark.parametrize("arch", ["mistral_sliding_window", "deberta_v2_relative"])
+def test_hf_models_with_constants_compile_whole(arch):
+    transformers = pytest.importorskip("transformers")
+    if arch == "mistral_sliding_window":
+        cfg = transformers.MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=2, num_attention_heads=4,
+                                         num_key_value_heads=2, sliding_window=8)
+        cls = transformers.MistralForCausalLM
+    else:
+        cfg = transformers.DebertaV2Config(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                           num_hidden_layers=2, num_attention_heads=4,
+                                           relative_attention=True, position_buckets=8,
+                                           pos_att_type=["p2c", "c2p"],
+                                           max_relative_positions=16)
+        cls = transformers.DebertaV2Model
+    torch.manual_seed(0)
+    m = cls(cfg).eval()
+    ids = torch.randint(0, 64, (1, 12))
+    with torch.no_grad():
+        want = m(ids)[0]
+        torch_pjrt.reset_metrics()
+        got = torch.compile(m.to("tpu"), backend="tpu")(ids.to("tpu"))[0].cpu()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert torch_pjrt.metrics()["graph_splits"] == 0

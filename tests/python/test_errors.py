@@ -206,10 +206,14 @@ def test_addmm_bias_of_higher_rank_raises():
     assert "the number of sizes provided (2) must be greater or equal" in tpu, tpu
 
 
-def test_index_add_out_of_range_is_index_error():
+def test_index_add_out_of_range_matches_cpu():
+    # CPU raises IndexError for a vector self, RuntimeError naming the index
+    # for higher ranks (test_ops_index.py checks the latter's text).
     for bad in (7, -1):
         _same_error(lambda s, i, v: s.index_add(0, i, v), torch.zeros(5), torch.tensor([bad]),
                     torch.ones(1))
+        _same_error(lambda s, i, v: s.index_add(0, i, v), torch.zeros(5, 2), torch.tensor([bad]),
+                    torch.ones(1, 2))
 
 
 def test_index_select_negative_index_matches_cpu():
