@@ -1,0 +1,142 @@
+"""vLLM's offline LLM on the tpu device, compared with Hugging Face generate
+on the CPU (the same saved weights), token for token."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+vllm = pytest.importorskip("vllm")
+
+import torch  # noqa: E402
+
+import torch_pjrt  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tiny_models  # noqa: E402
+
+# The engine core runs in this process (the test's own device state is then
+# the engine's); test_default_engine_process covers vLLM's usual child process.
+os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+# Mixed lengths: one token, a few, a long one that spans several KV blocks
+# (block size 16), so one batch holds short and long prefills, and then
+# decodes of different lengths.
+PROMPTS = [
+    [7],
+    [1, 5, 9, 30, 40],
+    list(range(3, 40)),
+    [11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27],
+    [200, 3, 77, 90],
+    list(range(100, 170)),
+]
+MAX_TOKENS = 12
+ENGINE_ARGS = dict(dtype="float32", max_model_len=256, kv_cache_memory_bytes=8 << 20,
+                   enforce_eager=True, seed=0, max_num_seqs=16, max_num_batched_tokens=256)
+
+
+@pytest.fixture(scope="module")
+def llama_path(tmp_path_factory):
+    return tiny_models.build_llama(str(tmp_path_factory.mktemp("tiny-llama")))
+
+
+@pytest.fixture(scope="module")
+def hf_greedy(llama_path):
+    """Hugging Face greedy continuations on the CPU, one prompt at a time."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(llama_path, dtype=torch.float32).eval()
+    outs = []
+    for p in PROMPTS:
+        ids = torch.tensor([p])
+        gen = model.generate(ids, max_new_tokens=MAX_TOKENS, min_new_tokens=MAX_TOKENS,
+                             do_sample=False, pad_token_id=model.config.pad_token_id)
+        outs.append(gen[0, len(p):].tolist())
+    return outs
+
+
+@pytest.fixture(scope="module")
+def llm(llama_path):
+    engine = vllm.LLM(model=llama_path, **ENGINE_ARGS)
+    yield engine
+    del engine
+
+
+def _greedy(llm, prompts=PROMPTS):
+    params = vllm.SamplingParams(temperature=0, max_tokens=MAX_TOKENS, ignore_eos=True)
+    outs = llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+    return [list(o.outputs[0].token_ids) for o in outs]
+
+
+def test_platform_is_tpu():
+    from vllm.platforms import current_platform
+
+    import torch_pjrt.vllm as plugin
+
+    assert plugin.register() == "torch_pjrt.vllm.platform.TpuPlatform"
+    assert type(current_platform).__name__ == "TpuPlatform"
+    assert current_platform.device_type == "tpu"
+    assert current_platform.dispatch_key == "PrivateUse1"
+    assert current_platform.is_out_of_tree()
+
+
+def test_weights_and_cache_on_tpu(llm):
+    runner = llm.llm_engine.model_executor.driver_worker.worker.model_runner
+    assert {p.device.type for p in runner.model.parameters()} == {"tpu"}
+    assert runner.kv_caches and all(kv.device.type == "tpu" for kv in runner.kv_caches)
+
+
+def test_greedy_batch_matches_hf(llm, hf_greedy):
+    torch_pjrt.reset_fallbacks()
+    got = _greedy(llm)
+    assert got == hf_greedy
+    # Every op of the forward pass, the cache writes and the sampler ran on tpu.
+    assert torch_pjrt.fallbacks() == {}
+
+
+def test_one_at_a_time_matches_batch(llm, hf_greedy):
+    # A prompt alone (a batch of one) and a prompt among others give the same
+    # tokens: nothing leaks across requests through padding or the cache.
+    for p, want in zip(PROMPTS[:3], hf_greedy[:3]):
+        assert _greedy(llm, [p]) == [want]
+
+
+def test_prefix_cache_hits_give_same_tokens(llm, hf_greedy):
+    # The same prompts again: their full blocks are now in the prefix cache,
+    # so the prefill starts part-way through (a query shorter than its
+    # sequence, reading cached blocks written by another request). The
+    # tokens must not change.
+    params = vllm.SamplingParams(temperature=0, max_tokens=MAX_TOKENS, ignore_eos=True)
+    outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], params, use_tqdm=False)
+    assert [list(o.outputs[0].token_ids) for o in outs] == hf_greedy
+    # vLLM's own count: the 70-token prompt reused its 4 full blocks of 16.
+    assert outs[-1].num_cached_tokens == 64
+
+
+def test_tensor_parallel_is_a_clear_error(llama_path):
+    with pytest.raises(Exception, match="tensor_parallel_size"):
+        vllm.LLM(model=llama_path, tensor_parallel_size=2, **ENGINE_ARGS)
+
+
+SCRIPT = r"""
+import sys
+from vllm import LLM, SamplingParams
+llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=128, kv_cache_memory_bytes=4 << 20,
+          enforce_eager=True, seed=0)
+out = llm.generate([{"prompt_token_ids": [1, 5, 9, 30, 40]}],
+                   SamplingParams(temperature=0, max_tokens=12, ignore_eos=True), use_tqdm=False)
+print("TOKENS", list(out[0].outputs[0].token_ids))
+"""
+
+
+def test_default_engine_process(llama_path, hf_greedy):
+    """As a user runs it: a fresh process, vLLM's engine core in a child."""
+    env = dict(os.environ)
+    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, llama_path], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS")]
+    assert line and line[0] == f"TOKENS {hf_greedy[1]}"
