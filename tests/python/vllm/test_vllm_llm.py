@@ -43,11 +43,9 @@ def llama_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def hf_greedy(llama_path):
+def hf_greedy(hf_model):
     """Hugging Face greedy continuations on the CPU, one prompt at a time."""
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(llama_path, dtype=torch.float32).eval()
+    model = hf_model
     outs = []
     for p in PROMPTS:
         ids = torch.tensor([p])
@@ -55,6 +53,13 @@ def hf_greedy(llama_path):
                              do_sample=False, pad_token_id=model.config.pad_token_id)
         outs.append(gen[0, len(p):].tolist())
     return outs
+
+
+@pytest.fixture(scope="module")
+def hf_model(llama_path):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(llama_path, dtype=torch.float32).eval()
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +118,51 @@ def test_prefix_cache_hits_give_same_tokens(llm, hf_greedy):
     assert [list(o.outputs[0].token_ids) for o in outs] == hf_greedy
     # vLLM's own count: the 70-token prompt reused its 4 full blocks of 16.
     assert outs[-1].num_cached_tokens == 64
+
+
+def test_seeded_sampling_reproduces(llm):
+    # temperature, top_p and top_k go through vLLM's sampler on tpu; a
+    # request's seed fixes its draws whatever else is in the batch.
+    def draw(seed, prompts=PROMPTS[:3]):
+        params = vllm.SamplingParams(temperature=0.8, top_p=0.9, top_k=20, max_tokens=10,
+                                     seed=seed, ignore_eos=True)
+        outs = llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+        return [list(o.outputs[0].token_ids) for o in outs]
+
+    torch_pjrt.reset_fallbacks()
+    first = draw(123)
+    assert draw(123) == first
+    assert draw(123, PROMPTS[:1]) == first[:1]
+    assert draw(124) != first
+    assert torch_pjrt.fallbacks() == {}
+
+
+def test_n_and_logprobs_match_hf(llm, hf_model):
+    prompt = PROMPTS[1]
+    params = vllm.SamplingParams(temperature=1.0, n=3, max_tokens=6, seed=7, logprobs=2,
+                                 prompt_logprobs=1, ignore_eos=True)
+    out = llm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)[0]
+    assert len(out.outputs) == 3
+    for c in out.outputs:
+        ids = torch.tensor([prompt + list(c.token_ids)])
+        with torch.no_grad():
+            ref = torch.log_softmax(hf_model(ids).logits[0].double(), -1)
+        assert len(c.token_ids) == 6 and len(c.logprobs) == 6
+        for i, (tok, lp) in enumerate(zip(c.token_ids, c.logprobs)):
+            # The sampled token and the top 2, each with the log-probability
+            # of the raw distribution (vLLM's default logprobs mode).
+            assert tok in lp and len(lp) >= 2
+            row = ref[len(prompt) - 1 + i]
+            for t, v in lp.items():
+                assert abs(v.logprob - row[t].item()) < 1e-3, (i, t)
+    # prompt_logprobs: none for the first token, then each prompt token's.
+    assert out.prompt_logprobs[0] is None
+    ids = torch.tensor([prompt])
+    with torch.no_grad():
+        ref = torch.log_softmax(hf_model(ids).logits[0].double(), -1)
+    for i in range(1, len(prompt)):
+        got = out.prompt_logprobs[i][prompt[i]].logprob
+        assert abs(got - ref[i - 1, prompt[i]].item()) < 1e-3
 
 
 def test_tensor_parallel_is_a_clear_error(llama_path):
