@@ -14,7 +14,7 @@ import torch_pjrt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import tiny_models  # noqa: E402
+import _tiny_models as tiny_models  # noqa: E402
 
 # The engine core runs in this process (the test's own device state is then
 # the engine's); test_default_engine_process covers vLLM's usual child process.
