@@ -58,3 +58,24 @@ def build_llama(path: str, seed: int = 0, **overrides) -> str:
     GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                      pad_token_id=tok.pad_token_id).save_pretrained(path)
     return path
+
+
+def build_qwen3(path: str, seed: int = 0, **overrides) -> str:
+    """A 2-layer Qwen3 (per-head RMSNorm of queries and keys, GQA 4 over 2,
+    head_dim set apart from hidden_size / heads)."""
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    os.makedirs(path, exist_ok=True)
+    tok = build_tokenizer(path)
+    cfg = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+               max_position_embeddings=512, initializer_range=0.3, tie_word_embeddings=False,
+               bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+               pad_token_id=tok.pad_token_id)
+    cfg.update(overrides)
+    torch.manual_seed(seed)
+    model = Qwen3ForCausalLM(Qwen3Config(**cfg)).to(torch.float32).eval()
+    model.save_pretrained(path)
+    GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                     pad_token_id=tok.pad_token_id).save_pretrained(path)
+    return path

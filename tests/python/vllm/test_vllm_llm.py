@@ -1,5 +1,6 @@
 """vLLM's offline LLM on the tpu device, compared with Hugging Face generate
 on the CPU (the same saved weights), token for token."""
+import json
 import os
 import subprocess
 import sys
@@ -45,14 +46,7 @@ def llama_path(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hf_greedy(hf_model):
     """Hugging Face greedy continuations on the CPU, one prompt at a time."""
-    model = hf_model
-    outs = []
-    for p in PROMPTS:
-        ids = torch.tensor([p])
-        gen = model.generate(ids, max_new_tokens=MAX_TOKENS, min_new_tokens=MAX_TOKENS,
-                             do_sample=False, pad_token_id=model.config.pad_token_id)
-        outs.append(gen[0, len(p):].tolist())
-    return outs
+    return _hf_greedy(hf_model, PROMPTS)
 
 
 @pytest.fixture(scope="module")
@@ -171,22 +165,48 @@ def test_tensor_parallel_is_a_clear_error(llama_path):
 
 
 SCRIPT = r"""
-import sys
+import json, sys
 from vllm import LLM, SamplingParams
-llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=128, kv_cache_memory_bytes=4 << 20,
-          enforce_eager=True, seed=0)
-out = llm.generate([{"prompt_token_ids": [1, 5, 9, 30, 40]}],
-                   SamplingParams(temperature=0, max_tokens=12, ignore_eos=True), use_tqdm=False)
-print("TOKENS", list(out[0].outputs[0].token_ids))
+llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=256, kv_cache_memory_bytes=8 << 20,
+          enforce_eager=True, seed=0, max_num_batched_tokens=256)
+prompts = json.loads(sys.argv[2])
+out = llm.generate([{"prompt_token_ids": p} for p in prompts],
+                   SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True),
+                   use_tqdm=False)
+print("TOKENS", json.dumps([list(o.outputs[0].token_ids) for o in out]))
 """
 
 
-def test_default_engine_process(llama_path, hf_greedy):
-    """As a user runs it: a fresh process, vLLM's engine core in a child."""
+def _greedy_in_child(path, prompts):
+    """Greedy tokens from LLM(...) as a user runs it: a fresh process,
+    vLLM's engine core in a child process of its own."""
     env = dict(os.environ)
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-    r = subprocess.run([sys.executable, "-c", SCRIPT, llama_path], env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, path, json.dumps(prompts), str(MAX_TOKENS)],
+                       env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS")]
-    assert line and line[0] == f"TOKENS {hf_greedy[1]}"
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS ")]
+    assert line, r.stdout[-2000:] + r.stderr[-2000:]
+    return json.loads(line[0][len("TOKENS "):])
+
+
+def _hf_greedy(model, prompts):
+    outs = []
+    for p in prompts:
+        gen = model.generate(torch.tensor([p]), max_new_tokens=MAX_TOKENS,
+                             min_new_tokens=MAX_TOKENS, do_sample=False,
+                             pad_token_id=model.config.pad_token_id)
+        outs.append(gen[0, len(p):].tolist())
+    return outs
+
+
+def test_default_engine_process(llama_path, hf_greedy):
+    assert _greedy_in_child(llama_path, PROMPTS[:3]) == hf_greedy[:3]
+
+
+def test_qwen3_greedy_matches_hf(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    path = tiny_models.build_qwen3(str(tmp_path / "tiny-qwen3"))
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    assert _greedy_in_child(path, PROMPTS) == _hf_greedy(model, PROMPTS)
