@@ -112,6 +112,14 @@ class TpuPlatform(Platform):
             raise ValueError(f"dtype {dtype} is not supported on tpu")
 
     @classmethod
+    def opaque_attention_op(cls) -> bool:
+        # Attention runs as vLLM's custom op (torch.ops.vllm.*), which
+        # torch.compile keeps as one opaque call: the compiled graphs then hold
+        # the layers between attentions, whose shapes are only the bucketed
+        # token count, and not the per-batch paged-attention metadata.
+        return True
+
+    @classmethod
     def support_hybrid_kv_cache(cls) -> bool:
         return True
 
@@ -140,13 +148,12 @@ class TpuPlatform(Platform):
         vllm_config.scheduler_config.async_scheduling = False
 
         comp = vllm_config.compilation_config
-        # vLLM's own compile path (piecewise Inductor graphs around an opaque
-        # attention op, CUDA graphs) is CUDA's; the model runs eagerly on tpu.
+        # vLLM's own compile path (piecewise Inductor graphs, CUDA graphs) is
+        # CUDA's. Unless enforce_eager, the model runner compiles the model
+        # itself with torch.compile(backend="tpu") over bucketed token counts.
         comp.mode = CompilationMode.NONE
         comp.cudagraph_mode = CUDAGraphMode.NONE
         comp.cudagraph_capture_sizes = []
-        if vllm_config.model_config is not None:
-            vllm_config.model_config.enforce_eager = True
 
         # The engine core runs in a child process. Fork (vLLM's default, and
         # what lets a script without a __main__ guard work) is safe while this
@@ -169,5 +176,8 @@ def _register_attention_backend() -> None:
 
 
 # At import: every vLLM process imports the platform class before it picks
-# a backend by name.
+# a backend by name, or a model runner.
 _register_attention_backend()
+# Model Runner V2 needs Triton; vLLM would fall back to V1 itself, with a
+# warning at every start. V1 is the runner this plugin subclasses.
+os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")

@@ -10,6 +10,7 @@ memory sizing are our own.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import torch
 from vllm.logger import init_logger
@@ -19,12 +20,37 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
+from tqdm import tqdm
+
+from .._compile import run_eagerly
+from ..bucketing import DEFAULT_BUCKETS, bucket_size
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
 
 logger = init_logger(__name__)
 
 
 class TpuModelRunner(GPUModelRunner):
+    def load_model(self, *args, **kwargs) -> None:
+        super().load_model(*args, **kwargs)
+        if not self.model_config.enforce_eager:
+            # One graph per token bucket (dynamic=False: the shapes are the
+            # buckets below); vLLM's attention op is left to eager by the
+            # tpu backend and splits the graph around it.
+            run_eagerly("vllm::unified_attention_with_output", "vllm::unified_kv_cache_update")
+            # Module.compile keeps the model's class, which vLLM inspects.
+            self.model.compile(backend="tpu", dynamic=False)
+
+    def _determine_batch_execution_and_padding(self, num_tokens, *args, **kwargs):
+        out = super()._determine_batch_execution_and_padding(num_tokens, *args, **kwargs)
+        if self.model_config.enforce_eager:
+            return out
+        # Pad the batch's token count to a bucket, so a compiled graph serves
+        # every count up to it; the padding tokens write to the null block and
+        # their outputs are never read.
+        mode, desc, *rest = out
+        padded = min(bucket_size(desc.num_tokens), self.max_num_tokens)
+        return (mode, dataclasses.replace(desc, num_tokens=padded), *rest)
+
     def _sync_device(self) -> None:
         torch.tpu.synchronize(self.device)
 
@@ -74,6 +100,15 @@ class TpuWorker(Worker):
         return size
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
+        runner = self.model_runner
+        if not self.model_config.enforce_eager:
+            # Compile every token bucket now, so serving never compiles; the
+            # executables also land in the disk cache for the next start.
+            sizes = sorted({min(bucket_size(n), runner.max_num_tokens)
+                            for n in (1, runner.max_num_tokens)} |
+                           {b for b in DEFAULT_BUCKETS if b <= runner.max_num_tokens})
+            for size in tqdm(sizes, desc="Compiling token buckets on tpu", unit="bucket"):
+                runner._dummy_run(size, skip_eplb=True, remove_lora=False, force_attention=True)
         # Restore the seed that start-up draws (dummy weights, profiling) moved.
         set_random_seed(self.model_config.seed)
         return CompilationTimes(

@@ -79,3 +79,15 @@ def build_qwen3(path: str, seed: int = 0, **overrides) -> str:
     GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                      pad_token_id=tok.pad_token_id).save_pretrained(path)
     return path
+
+
+def hf_greedy(model, prompts, max_tokens: int) -> list[list[int]]:
+    """Hugging Face greedy continuations on the CPU, one prompt at a time,
+    exactly max_tokens each (the reference for vLLM's ignore_eos=True)."""
+    outs = []
+    for p in prompts:
+        gen = model.generate(torch.tensor([p]), max_new_tokens=max_tokens,
+                             min_new_tokens=max_tokens, do_sample=False,
+                             pad_token_id=model.config.pad_token_id)
+        outs.append(gen[0, len(p):].tolist())
+    return outs

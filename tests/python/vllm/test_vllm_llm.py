@@ -46,7 +46,7 @@ def llama_path(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hf_greedy(hf_model):
     """Hugging Face greedy continuations on the CPU, one prompt at a time."""
-    return _hf_greedy(hf_model, PROMPTS)
+    return tiny_models.hf_greedy(hf_model, PROMPTS, MAX_TOKENS)
 
 
 @pytest.fixture(scope="module")
@@ -166,42 +166,48 @@ def test_tensor_parallel_is_a_clear_error(llama_path):
 
 SCRIPT = r"""
 import json, sys
+import torch_pjrt
 from vllm import LLM, SamplingParams
-llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=256, kv_cache_memory_bytes=8 << 20,
-          enforce_eager=True, seed=0, max_num_batched_tokens=256)
-prompts = json.loads(sys.argv[2])
-out = llm.generate([{"prompt_token_ids": p} for p in prompts],
-                   SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True),
-                   use_tqdm=False)
-print("TOKENS", json.dumps([list(o.outputs[0].token_ids) for o in out]))
+path, prompts, max_tokens, eager = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+llm = LLM(model=path, dtype="float32", max_model_len=256, kv_cache_memory_bytes=8 << 20,
+          enforce_eager=eager == "eager", seed=0, max_num_batched_tokens=256, max_num_seqs=16)
+params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+runs = []
+for batch in (prompts, prompts[::-1][:3]):
+    out = llm.generate([{"prompt_token_ids": p} for p in batch], params, use_tqdm=False)
+    runs.append([list(o.outputs[0].token_ids) for o in out])
+print("TOKENS", json.dumps(runs))
 """
 
 
-def _greedy_in_child(path, prompts):
+def _greedy_in_child(path, prompts, eager=True):
     """Greedy tokens from LLM(...) as a user runs it: a fresh process,
-    vLLM's engine core in a child process of its own."""
+    vLLM's engine core in a child process of its own. Two batches: the
+    prompts, then the last three in reverse order."""
     env = dict(os.environ)
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-    r = subprocess.run([sys.executable, "-c", SCRIPT, path, json.dumps(prompts), str(MAX_TOKENS)],
-                       env=env, capture_output=True, text=True, timeout=300)
+    args = [path, json.dumps(prompts), str(MAX_TOKENS), "eager" if eager else "compiled"]
+    r = subprocess.run([sys.executable, "-c", SCRIPT, *args], env=env, capture_output=True,
+                       text=True, timeout=400)
     assert r.returncode == 0, r.stderr[-3000:]
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS ")]
     assert line, r.stdout[-2000:] + r.stderr[-2000:]
     return json.loads(line[0][len("TOKENS "):])
 
 
-def _hf_greedy(model, prompts):
-    outs = []
-    for p in prompts:
-        gen = model.generate(torch.tensor([p]), max_new_tokens=MAX_TOKENS,
-                             min_new_tokens=MAX_TOKENS, do_sample=False,
-                             pad_token_id=model.config.pad_token_id)
-        outs.append(gen[0, len(p):].tolist())
-    return outs
-
-
 def test_default_engine_process(llama_path, hf_greedy):
-    assert _greedy_in_child(llama_path, PROMPTS[:3]) == hf_greedy[:3]
+    first, second = _greedy_in_child(llama_path, PROMPTS[:3])
+    assert first == hf_greedy[:3]
+    assert second == hf_greedy[:3][::-1]
+
+
+def test_compiled_greedy_matches_hf(llama_path, hf_greedy):
+    # enforce_eager=False: the model runs through torch.compile(backend="tpu"),
+    # token counts padded to buckets compiled at start-up, attention eager
+    # between the captured graphs.
+    first, second = _greedy_in_child(llama_path, PROMPTS, eager=False)
+    assert first == hf_greedy
+    assert second == hf_greedy[::-1][:3]
 
 
 def test_qwen3_greedy_matches_hf(tmp_path):
@@ -209,4 +215,6 @@ def test_qwen3_greedy_matches_hf(tmp_path):
 
     path = tiny_models.build_qwen3(str(tmp_path / "tiny-qwen3"))
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    assert _greedy_in_child(path, PROMPTS) == _hf_greedy(model, PROMPTS)
+    want = tiny_models.hf_greedy(model, PROMPTS, MAX_TOKENS)
+    first, second = _greedy_in_child(path, PROMPTS)
+    assert first == want and second == want[::-1][:3]

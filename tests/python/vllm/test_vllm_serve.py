@@ -87,13 +87,7 @@ def hf_greedy(server):
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(server[1], dtype=torch.float32).eval()
-    outs = []
-    for p in PROMPTS:
-        gen = model.generate(torch.tensor([p]), max_new_tokens=MAX_TOKENS,
-                             min_new_tokens=MAX_TOKENS, do_sample=False,
-                             pad_token_id=model.config.pad_token_id)
-        outs.append(gen[0, len(p):].tolist())
-    return outs
+    return tiny_models.hf_greedy(model, PROMPTS, MAX_TOKENS)
 
 
 def test_completions_concurrent_match_hf(server, hf_greedy):
