@@ -14,7 +14,7 @@ metadata builder and shared by every layer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -89,6 +89,18 @@ class TpuAttentionMetadata:
     # [R, nb]: the blocks each request reads (padding reads block 0, masked).
     block_ids: torch.Tensor
     slot_mapping: torch.Tensor
+    _rows: dict = field(default_factory=dict)
+
+    def out_rows(self, n: int) -> torch.Tensor:
+        """out_index extended to n rows (the step's padded token count);
+        made once per step, shared by the layers."""
+        real = self.out_index.shape[0]
+        if n == real:
+            return self.out_index
+        if n not in self._rows:
+            pad = self.out_index.new_zeros(n - real)
+            self._rows[n] = torch.cat([self.out_index, pad])
+        return self._rows[n]
 
 
 class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]):
@@ -204,7 +216,9 @@ class TpuAttentionImpl(AttentionImpl):
         scores = scores.masked_fill(~visible[:, None, None], torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores, dim=-1)
         out = torch.einsum("rhgqs,rshd->rqhgd", probs, v)
-        out = out.reshape(R * Q, self.num_heads * D)[md.out_index]
-        n = md.out_index.shape[0]  # the real tokens; T may count padding
-        output[:n].copy_(out.reshape(output[:n].shape).to(output.dtype))
+        # The whole output is written, padding rows included (they repeat a
+        # real row): a compiled graph that reads this tensor then always sees
+        # it the same way, whether or not the step was padded.
+        out = out.reshape(R * Q, self.num_heads * D)[md.out_rows(output.shape[0])]
+        output.copy_(out.reshape(output.shape).to(output.dtype))
         return output

@@ -165,17 +165,22 @@ def test_tensor_parallel_is_a_clear_error(llama_path):
 
 
 SCRIPT = r"""
-import json, sys
+import json, os, sys
+path, prompts, max_tokens, eager = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+if eager != "eager":  # the engine in this process, so its metrics are ours to read
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
 import torch_pjrt
 from vllm import LLM, SamplingParams
-path, prompts, max_tokens, eager = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 llm = LLM(model=path, dtype="float32", max_model_len=256, kv_cache_memory_bytes=8 << 20,
           enforce_eager=eager == "eager", seed=0, max_num_batched_tokens=256, max_num_seqs=16)
+torch_pjrt.reset_metrics()
 params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
 runs = []
 for batch in (prompts, prompts[::-1][:3]):
     out = llm.generate([{"prompt_token_ids": p} for p in batch], params, use_tqdm=False)
     runs.append([list(o.outputs[0].token_ids) for o in out])
+m = torch_pjrt.metrics()
+print("METRICS", json.dumps({k: m[k] for k in ("graph_traces", "graph_compiles", "graph_runs")}))
 print("TOKENS", json.dumps(runs))
 """
 
@@ -186,17 +191,24 @@ def _greedy_in_child(path, prompts, eager=True):
     prompts, then the last three in reverse order."""
     env = dict(os.environ)
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
+    # An engine in this process may have set it (spawn, as its client is
+    # open); a fresh process forks its engine core, as a user's would.
+    env.pop("VLLM_WORKER_MULTIPROC_METHOD", None)
     args = [path, json.dumps(prompts), str(MAX_TOKENS), "eager" if eager else "compiled"]
     r = subprocess.run([sys.executable, "-c", SCRIPT, *args], env=env, capture_output=True,
                        text=True, timeout=400)
     assert r.returncode == 0, r.stderr[-3000:]
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS ")]
-    assert line, r.stdout[-2000:] + r.stderr[-2000:]
-    return json.loads(line[0][len("TOKENS "):])
+    found = {}
+    for ln in r.stdout.splitlines():
+        key, _, rest = ln.partition(" ")
+        if key in ("TOKENS", "METRICS"):
+            found[key] = json.loads(rest)
+    assert "TOKENS" in found, r.stdout[-2000:] + r.stderr[-2000:]
+    return found["TOKENS"], found["METRICS"]
 
 
 def test_default_engine_process(llama_path, hf_greedy):
-    first, second = _greedy_in_child(llama_path, PROMPTS[:3])
+    (first, second), _ = _greedy_in_child(llama_path, PROMPTS[:3])
     assert first == hf_greedy[:3]
     assert second == hf_greedy[:3][::-1]
 
@@ -205,9 +217,13 @@ def test_compiled_greedy_matches_hf(llama_path, hf_greedy):
     # enforce_eager=False: the model runs through torch.compile(backend="tpu"),
     # token counts padded to buckets compiled at start-up, attention eager
     # between the captured graphs.
-    first, second = _greedy_in_child(llama_path, PROMPTS, eager=False)
+    (first, second), metrics = _greedy_in_child(llama_path, PROMPTS, eager=False)
     assert first == hf_greedy
     assert second == hf_greedy[::-1][:3]
+    # Every bucket's graphs were captured and compiled at start-up: the mixed
+    # workload (prefills of 1 to 70 tokens, then decodes) only runs them.
+    assert metrics["graph_runs"] > 0
+    assert metrics["graph_traces"] == 0 and metrics["graph_compiles"] == 0
 
 
 def test_qwen3_greedy_matches_hf(tmp_path):
@@ -216,5 +232,5 @@ def test_qwen3_greedy_matches_hf(tmp_path):
     path = tiny_models.build_qwen3(str(tmp_path / "tiny-qwen3"))
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     want = tiny_models.hf_greedy(model, PROMPTS, MAX_TOKENS)
-    first, second = _greedy_in_child(path, PROMPTS)
+    (first, second), _ = _greedy_in_child(path, PROMPTS)
     assert first == want and second == want[::-1][:3]

@@ -53,6 +53,9 @@ def server(tmp_path_factory):
     port = _free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
+    # An engine in this process may have set it (spawn, as its client is
+    # open); a fresh process forks its engine core, as a user's would.
+    env.pop("VLLM_WORKER_MULTIPROC_METHOD", None)
     vllm_cli = os.path.join(os.path.dirname(sys.executable), "vllm")
     log = open(tmp_path_factory.mktemp("serve-log") / "serve.log", "w+")
     proc = subprocess.Popen(
