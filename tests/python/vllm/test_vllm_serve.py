@@ -10,9 +10,14 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+import importlib.util
+
 import pytest
 
-pytest.importorskip("vllm")
+# Not imported here: the server is a process of its own (see test_vllm_llm.py
+# for why this suite does not import vLLM at collection).
+if importlib.util.find_spec("vllm") is None:
+    pytest.skip("vllm is not installed (make vllm)", allow_module_level=True)
 
 import torch  # noqa: E402
 
