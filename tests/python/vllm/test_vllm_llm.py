@@ -179,6 +179,31 @@ def test_n_and_logprobs_match_hf(llm, hf_model):
         assert abs(got - ref[i - 1, prompt[i]].item()) < 1e-3
 
 
+KV_SCRIPT = r"""
+import os, sys
+os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+from vllm import LLM
+for size in (4096, 32768):  # none of a block; less than one 256-token request
+    try:
+        LLM(model=sys.argv[1], dtype="float32", max_model_len=256, kv_cache_memory_bytes=size,
+            enforce_eager=True)
+        print("NO ERROR", size)
+    except ValueError as e:
+        print("ERROR", size, str(e).splitlines()[0])
+"""
+
+
+def test_kv_cache_too_small_gets_vllms_error(llama_path):
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_WORKER_MULTIPROC_METHOD"}
+    r = subprocess.run([sys.executable, "-c", KV_SCRIPT, llama_path], env=env,
+                       capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("ERROR", "NO ERROR"))]
+    assert len(lines) == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert lines[0].startswith("ERROR 4096 No available memory for the cache blocks")
+    assert lines[1].startswith("ERROR 32768 To serve at least one request with the model's "
+                               "max seq len (256)")
+
+
 def test_tensor_parallel_is_a_clear_error(llama_path):
     with pytest.raises(Exception, match="tensor_parallel_size"):
         vllm.LLM(model=llama_path, tensor_parallel_size=2, **ENGINE_ARGS)
