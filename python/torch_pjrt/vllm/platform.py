@@ -3,6 +3,7 @@ settings vLLM uses on it. vLLM imports this class in every process through
 the path that register() returns."""
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from typing import TYPE_CHECKING
@@ -174,6 +175,24 @@ def _register_attention_backend() -> None:
 
     register_backend(AttentionBackendEnum.CUSTOM, ATTENTION_BACKEND)
 
+
+class _DropTritonNotices(logging.Filter):
+    """vLLM's MoE modules log an ERROR at import when its bundled Triton
+    kernels cannot load, and torch warns when vLLM's custom ops look for
+    Triton kernels: Triton is never used on tpu, so each start would print
+    lines the user cannot act on. Only those records are dropped."""
+
+    def filter(self, record) -> bool:
+        msg = str(record.msg)
+        return not (msg.startswith("Failed to import Triton kernels") or
+                    msg.startswith("Triton not available"))
+
+
+for _name in ("vllm.model_executor.layers.fused_moe.config",
+              "vllm.model_executor.layers.fused_moe.oracle.mxfp4",
+              "vllm.model_executor.layers.fused_moe.experts.gpt_oss_triton_kernels_moe",
+              "torch._library.triton"):
+    logging.getLogger(_name).addFilter(_DropTritonNotices())
 
 # At import: every vLLM process imports the platform class before it picks
 # a backend by name, or a model runner.

@@ -4,8 +4,9 @@ vLLM's GPUModelRunner is reused, as vllm-ascend does: its input
 preparation, persistent batch, sampler and KV cache allocation are device
 generic torch code, and they run on a PrivateUse1 device once the few CUDA
 specific parts are stepped around (CUDA graphs, CUDA streams for async
-output copies, the CUDA memory profiler). Only the worker's device set-up and
-memory sizing are our own.
+output copies, the CUDA memory profiler). Our own: the worker's device
+set-up and memory sizing, and compiling (torch.compile(backend="tpu") over
+bucketed token counts, every bucket compiled at start-up).
 """
 from __future__ import annotations
 
@@ -13,14 +14,13 @@ import contextlib
 import dataclasses
 
 import torch
+from tqdm import tqdm
 from vllm.logger import init_logger
 from vllm.utils.mem_utils import format_gib
 from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
-
-from tqdm import tqdm
 
 from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
