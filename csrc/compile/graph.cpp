@@ -221,7 +221,7 @@ class Graph {
     // still holds is dropped: the box is then the sole holder the check
     // looks for (a consumed input's storage was dropped above instead).
     std::vector<tpj_box_t*> locked;
-    for (auto [in, r] : mutations) locked.push_back(box_of(*args[tensor_args[in]]));
+    for (auto [in, r] : mutations) locked.push_back(box_for_write(*args[tensor_args[in]]));
     tpj_box_lock_many(locked.data(), static_cast<int>(locked.size()));
     for (auto [in, r] : mutations) {
       if (box_of(*args[tensor_args[in]])->buf != owned[in] || !owned[in]) continue;

@@ -297,7 +297,7 @@ void run_write(const char* op, const at::Tensor& dst, OpArgs& a, const int64_t* 
   donate_to[0] = 0;
   tpj_rt_buffer_t* result = nullptr;
   int donated = 0;
-  tpj_box_t* box = box_of(dst);
+  tpj_box_t* box = box_for_write(dst);
   tpj_box_lock(box);
   tpj_rt_buffer_t* cur = a.args[0].buf;
   if (box->buf == cur) {
@@ -448,7 +448,9 @@ void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
   TPJ_CHECK(tpj_exec_run(exec(), op, device, a.args.data(), static_cast<int>(a.args.size()),
                          attrs.data(), static_cast<int>(attrs.size()), shapes,
                          static_cast<int>(outs.size()), results));
-  for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_of(outs[i]), results[i]);
+  // Outputs are fresh tensors, or a whole storage being overwritten (fill_):
+  // the latter may be a lazy clone's.
+  for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_for_write(outs[i]), results[i]);
   warn_disk_cache_once();
 }
 

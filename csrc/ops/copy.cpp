@@ -26,7 +26,7 @@ void release_host_storage(void* storage) { delete static_cast<c10::Storage*>(sto
 bool upload_pinned_async(const at::Tensor& h, const at::Tensor& dst) {
   if (!is_pinned(h.data_ptr())) return false;
   tpj_rt_shape_t s = shape_of(dst);
-  tpj_box_t* box = box_of(dst);
+  tpj_box_t* box = box_for_write(dst);
   auto* keep = new c10::Storage(h.storage());
   tpj_rt_buffer_t* buf = nullptr;
   tpj_status_t st = tpj_rt_buffer_from_host_async(rt(), box->device, s.dtype, s.dims, s.ndim,
@@ -45,7 +45,7 @@ void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_
   if (covers_storage(dst) && h.sizes() == dst.sizes()) {
     if (non_blocking && upload_pinned_async(h, dst)) return;
     tpj_rt_shape_t s = shape_of(dst);
-    TPJ_CHECK(tpj_box_from_host(rt(), box_of(dst), s.dtype, s.dims, s.ndim, h.data_ptr()));
+    TPJ_CHECK(tpj_box_from_host(rt(), box_for_write(dst), s.dtype, s.dims, s.ndim, h.data_ptr()));
     return;
   }
   // Upload the source as it is (broadcasting happens on the device), then
@@ -89,7 +89,7 @@ void copy_device_to_device(at::Tensor src, const at::Tensor& dst) {
   if (!(src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() && is_natural(src)))
     s = materialize(src, dst.scalar_type(), dst.sizes());
   // Buffers are immutable: the destination simply shares the source's.
-  tpj_box_set_buffer(box_of(dst), buffer_of(s).release());
+  tpj_box_set_buffer(box_for_write(dst), buffer_of(s).release());
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {

@@ -261,7 +261,7 @@ void assign(const at::Tensor& dst, const at::Tensor& result, const char* op) {
               ", got ", dst.device());
   if (dst.numel() == 0) return;
   if (covers_storage(dst) && dst.scalar_type() == result.scalar_type()) {
-    tpj_box_set_buffer(box_of(dst), buffer_of(result).release());
+    tpj_box_set_buffer(box_for_write(dst), buffer_of(result).release());
   } else {
     write_view(dst, result);  // converts to dst's dtype on the device
   }
