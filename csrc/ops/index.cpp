@@ -51,8 +51,13 @@ Tensor& out_to(Tensor& out, const Tensor& result, const char* op) {
 void check_range(const Tensor& index, int64_t size, int64_t dim, bool negative_ok,
                  const char* prefix, bool index_error) {
   int64_t lo = 0, hi = 0;
-  if (!index_bounds(index, &lo, &hi)) return;
   int64_t min_ok = negative_ok ? -size : 0;
+  if (defer_index_check(index, min_ok, size,
+                        std::string(prefix) + "index out of bounds for dimension " +
+                            std::to_string(dim) + " with size " + std::to_string(size) +
+                            " (found by a compiled graph's device-side check)"))
+    return;
+  if (!index_bounds(index, &lo, &hi)) return;
   bool ok = lo >= min_ok && hi < size;
   int64_t bad = lo < min_ok ? lo : hi;
   if (index_error)
@@ -786,6 +791,10 @@ namespace {
 using at::Tensor;
 
 void check_indices(const Tensor& index, int64_t size) {
+  if (defer_index_check(index, 0, size,
+                        "index out of range in self (found by a compiled graph's device-side "
+                        "check)"))
+    return;
   int64_t lo = 0, hi = 0;
   if (!index_bounds(index, &lo, &hi)) return;
   TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");
