@@ -382,3 +382,20 @@ def test_channels_last_3d_conv_and_pool():
     t = F.max_pool3d(F.conv3d(x.to("tpu"), w.to("tpu"), padding=1), 2)
     same_layout(t, c)
     assert t.is_contiguous(memory_format=torch.channels_last_3d)
+
+
+def test_compiled_graph_returns_cpu_strides():
+    # A captured graph records each output's strides from the eager kernels
+    # it traces, so it returns what eager (and CPU) return.
+    def f(x, w):
+        return torch.exp(x) * 2, F.relu(F.conv2d(x.permute(0, 3, 1, 2).contiguous(
+            memory_format=CL), w))
+
+    x = torch.randn(2, 6, 6, 3).permute(0, 2, 1, 3)
+    w = torch.randn(4, 3, 3, 3)
+    c = f(x, w)
+    g = torch.compile(f, backend="tpu")
+    for _ in range(2):  # the capture, then the cached graph
+        t = g(x.to("tpu"), w.to("tpu"))
+        for tt, cc in zip(t, c):
+            same_layout(tt, cc)
