@@ -107,6 +107,9 @@ bool covers_storage(const at::Tensor& t);
 struct OpArgs {
   c10::SmallVector<tpj_exec_arg_t, 4> args;
   c10::SmallVector<tpj_rt_buffer_t*, 4> owned;
+  // Operands that were CPU 0-d tensors (add_operand): TensorIterator counts
+  // them as operands of another shape when it picks an output's layout.
+  int cpu_scalar_operands = 0;
   ~OpArgs();
   void tensor(const at::Tensor& t);               // read through t's view (buffer held)
   void scalar(const at::Scalar& s, at::ScalarType dt, int device);  // 0-d runtime argument

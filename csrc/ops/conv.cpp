@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 #include "common.h"
+#include "layout.h"
 #include "glue.h"
 
 namespace torch_pjrt {
@@ -181,7 +182,12 @@ Tensor convolution_tpu(const Tensor& input, const Tensor& weight, const std::opt
   args.tensor(input);
   args.tensor(weight);
   if (hb) args.tensor(*bias);
-  run_op(op, dev.index(), args, conv_attrs(input.scalar_type(), a, hb, false, false), {out});
+  // CPU's kernels give a channels_last result when the input or the weight
+  // is channels_last (mkldnn_conv_use_channels_last, and the slow paths alike).
+  at::MemoryFormat mf = format_of(input);
+  if (mf == at::MemoryFormat::Contiguous) mf = format_of(weight);
+  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, hb, false, false),
+                  {out}, mf, 1);
   return out;
 }
 
@@ -221,8 +227,12 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward_tpu(
   args.tensor(grad_out);
   args.tensor(input);
   args.tensor(weight);
-  run_op(op, dev.index(), args, conv_attrs(input.scalar_type(), a, mask[0], mask[1], mask[2]),
-         outs);
+  // grad_input is laid out like the input, grad_weight like the weight (CPU).
+  at::MemoryFormat fi = format_of(input), fw = format_of(weight);
+  uint32_t laid = (mask[0] && fi != at::MemoryFormat::Contiguous ? 1u : 0u) |
+                  (mask[1] && fw != at::MemoryFormat::Contiguous ? 1u << (mask[0] ? 1 : 0) : 0u);
+  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, mask[0], mask[1], mask[2]),
+                  outs, fi != at::MemoryFormat::Contiguous ? fi : fw, laid);
   return {r[0], r[1], r[2]};
 }
 }  // namespace

@@ -8,6 +8,7 @@
 #include <ATen/ExpandUtils.h>
 
 #include "common.h"
+#include "layout.h"
 #include "storage_dtypes.h"
 
 extern "C" {
@@ -105,6 +106,18 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   }
   bool src_tpu = self.device().is_privateuseone(), dst_tpu = dst.device().is_privateuseone();
+  Layout l;
+  if (dst_tpu && dst.storage_offset() == 0 && !is_storage_only(dst.scalar_type()) &&
+      static_cast<size_t>(dst.numel()) * dst.element_size() == dst.storage().nbytes() &&
+      dense_layout(dst, &l)) {
+    // A whole storage in another order of its dims (a clone or .to() of a
+    // permuted or channels_last tensor, empty_strided's result): the same
+    // copy into dst seen in memory order, which covers its storage, so the
+    // value becomes its buffer instead of being scattered into it.
+    at::IntArrayRef perm(l.perm, l.ndim);
+    copy_from(self.expand(dst.sizes()).permute(perm), dst.permute(perm), non_blocking);
+    return dst;
+  }
   if (src_tpu && dst_tpu && self.scalar_type() != dst.scalar_type() &&
       (is_storage_only(self.scalar_type()) || is_storage_only(dst.scalar_type()))) {
     // A conversion from or to a dtype tpu only holds (storage_dtypes.cpp):

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "common.h"
+#include "layout.h"
 #include "forms.h"
 
 namespace torch_pjrt {
@@ -58,7 +59,7 @@ Tensor run_ew(const char* op, std::initializer_list<const Tensor*> ts, ScalarTyp
   for (const auto& s : scalars) a.scalar(s.first, s.second, dev.index());
   std::vector<int64_t> attrs{to_tpj_dtype(compute)};
   attrs.insert(attrs.end(), extra.begin(), extra.end());
-  run_op(op, dev.index(), a, attrs, {out});
+  run_pointwise(op, dev.index(), a, attrs, {out});
   return out;
 }
 
