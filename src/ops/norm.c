@@ -5,6 +5,8 @@
  * Batch norm's running-stat update is returned as two extra results that the
  * glue writes back into the running buffers, exactly as CPU updates them in
  * place. */
+#include <math.h>
+
 #include "ops/ops.h"
 #include "ops/sugar.h"
 
@@ -365,6 +367,18 @@ void tpj_lower_layer_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t eps = tpj_hlo_emit_convert(b, ctx->in[next], cd);
   int64_t axes[TPJ_MAX_DIMS];
   int n = tpj_ln_axes(&x, axis, axes);
+  int64_t count = 1;
+  for (int i = 0; i < n; ++i) count *= x.dims[axes[i]];
+  if (count == 0) {
+    /* a zero-size normalized shape: y is empty; CPU's moments of no
+     * elements are mean 0 and variance 0/0, so rstd NaN */
+    for (int k = 0; k < 3; ++k) {
+      const tpj_rt_shape_t* o = &ctx->outs[k];
+      double v = k == 2 ? NAN : 0.0;
+      results[k] = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, o->dtype, v), o->dims, o->ndim);
+    }
+    return;
+  }
   tpj_hlo_value_t mean = tpj_ln_mean(b, x, axes, n);
   tpj_hlo_value_t xc = TPJ_SUB(x, mean);
   tpj_hlo_value_t var = tpj_ln_mean(b, TPJ_MUL(xc, xc), axes, n);

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import torch_pjrt
 from conftest import dtype_id
 from conftest import assert_bitwise_equal, make
-from _op_check import NativeOnly, check_close
+from _op_check import NativeOnly, check_close, same_as_cpu
 import copy
 from test_ops_distance import check as check_grads  # noqa: F401 (shared helpers)
 
@@ -776,3 +776,17 @@ def test_gelu_positive_inf_is_inf(dtype):
         r = F.gelu(torch.full((5,), INF, dtype=dtype, device="tpu"))
     assert torch.equal(r.cpu(), torch.full((5,), INF, dtype=dtype))
     assert F.gelu(torch.full((1,), INF, dtype=dtype)).item() == INF
+
+
+# ---- issue 19 item 8: softmax of an empty integer tensor ----
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool], ids=str)
+@pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax, torch._safe_softmax],
+                         ids=["softmax", "log_softmax", "safe_softmax"])
+@pytest.mark.parametrize("shape,dim", [((0,), 0), ((3, 0), 0), ((3, 0), 1)], ids=str)
+def test_softmax_of_empty_integers_like_cpu(dtype, fn, shape, dim):
+    # CPU's kernels return an empty result (the input's dtype) before their
+    # dtype check; a non-empty integer input still raises CPU's error
+    same_as_cpu(lambda d: fn(torch.zeros(shape, dtype=dtype, device=d), dim))
+    same_as_cpu(lambda d: fn(torch.zeros(2, 3, dtype=dtype, device=d), dim))

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import torch_pjrt
 from conftest import assert_bitwise_equal, make
-from _op_check import NativeOnly, check_close
+from _op_check import NativeOnly, check_close, same_as_cpu
 from test_ops_activation import _no_fallback, _pair  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -392,3 +392,24 @@ def test_layer_norm_inf_weight_on_a_zero_xhat_is_nan(dtype):
 
 
 INF_W = float("inf")
+
+
+# ---- issue 19 item 8: a zero-size normalized shape ----
+
+
+@pytest.mark.parametrize("shape,normalized", [((2, 0), (0,)), ((2, 3, 0), (3, 0)), ((0, 3), (3,))],
+                         ids=str)
+def test_layer_norm_zero_size_like_cpu(shape, normalized):
+    # the lowering sliced element 0 of the empty normalized dims and failed;
+    # CPU gives an empty y, mean 0 and rstd NaN
+    same_as_cpu(lambda d: torch.native_layer_norm(torch.zeros(shape, device=d), normalized, None,
+                                                  None, 1e-5))
+
+    def f(d):
+        x = torch.zeros(shape, device=d, requires_grad=True)
+        w = torch.ones(normalized, device=d, requires_grad=True)
+        b = torch.zeros(normalized, device=d, requires_grad=True)
+        y = F.layer_norm(x, normalized, w, b)
+        y.sum().backward()
+        return [y, x.grad, w.grad, b.grad]
+    same_as_cpu(f)
