@@ -2148,15 +2148,17 @@ def test_erf_tails_reach_one_like_cpu(dtype):
         torch.testing.assert_close((r + 1).cpu(), torch.erf(x) + 1, rtol=0, atol=0, equal_nan=True)
 
 
-def test_erf_float32_within_two_ulps_of_float64():
-    # 1 - erfc(|x|) from |x| = 1 on; XLA's erf below (about 2 ulps)
+def test_erf_float32_within_three_ulps_of_float64_and_one_past_3_92():
+    # XLA's erf (about 3 ulps) below 3.9192059, where the true erf rounds
+    # to +-1 in float32; exactly +-1 from there on
     x = torch.linspace(-6, 6, 20001, dtype=torch.float32)
     ref = torch.erf(x.double())
     with NativeOnly():
-        r = torch.erf(x.to("tpu")).cpu().double()
+        r = torch.erf(x.to("tpu")).cpu()
     ulp = torch.finfo(torch.float32).eps * ref.abs().clamp(min=torch.finfo(torch.float32).tiny)
-    assert ((r - ref).abs() / ulp).max().item() <= 2.5
-    assert ((r - ref).abs() / ulp)[x.abs() >= 1].max().item() <= 1.0
+    assert ((r.double() - ref).abs() / ulp).max().item() <= 3.0
+    tail = x.abs() >= 3.9192059
+    assert torch.equal(r[tail], x[tail].sign())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
