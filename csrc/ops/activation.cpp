@@ -318,11 +318,13 @@ namespace {
 using at::Scalar;
 using at::Tensor;
 
-// CPU's kernels take floating inputs only; say so the way they do.
+// CPU's kernels take floating inputs only; say so the way they do. An
+// empty input of any dtype is returned before that check (CPU's kernels
+// return first), so the callers return an empty result for it.
 void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   bool last = self.dim() == 0 || d == self.dim() - 1;
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"", name,
+  TORCH_CHECK_NOT_IMPLEMENTED(self.numel() == 0 || c10::isFloatingType(self.scalar_type()), "\"", name,
                               last ? "_lastdim_kernel_impl" : "_kernel_impl",
                               "\" not implemented for '", self.scalar_type(), "'");
 }
@@ -330,6 +332,7 @@ void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
 Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   check_softmax_input(self, dim, "softmax");
   Tensor m = at::meta::_softmax(to_meta(self), dim, half_to_float);
+  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(accumulator(self.scalar_type())), d});
 }
@@ -341,6 +344,7 @@ Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarTyp
   Tensor m = at::empty(self.sizes(), self.options().dtype(dtype.value_or(self.scalar_type()))
                                          .device(at::kMeta));
   check_softmax_input(m, dim, "softmax");
+  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   at::ScalarType out_dtype = m.scalar_type();
   return run_like("aten::_safe_softmax", {&self}, m, {to_tpj_dtype(accumulator(out_dtype)), d});
@@ -349,6 +353,7 @@ Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarTyp
 Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   check_softmax_input(self, dim, "log_softmax");
   Tensor m = at::meta::_log_softmax(to_meta(self), dim, half_to_float);
+  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   return run_like("aten::_log_softmax", {&self}, m,
                   {to_tpj_dtype(accumulator(self.scalar_type())), d});

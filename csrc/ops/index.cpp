@@ -526,14 +526,54 @@ Tensor index_along(const char* op, const Tensor& self, int64_t dim, const Tensor
 }
 
 
+// index_add's meta checks. The meta function checks that self's and
+// source's slices broadcast by selecting element 0 of each along dim, which
+// raises for a zero-size dim (an empty index and source, or an empty self)
+// where CPU's kernel adds nothing: such a dim is checked at size 1 instead,
+// once the index count matches source (the meta's own count check words a
+// mismatch as CPU does). Where the stand-ins fail a check, CPU's kernel on
+// empty CPU tensors of the real shapes raises CPU's error, with the real
+// shapes in its message.
+void index_add_meta(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                    const Scalar& alpha) {
+  Tensor ms = to_meta(self), mi = to_meta(index), mx = to_meta(source);
+  int64_t nd = std::max<int64_t>(self.dim(), 1);
+  bool stand_in = false;
+  if (self.dim() > 0 && dim >= -nd && dim < nd) {
+    int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+    bool src_empty = source.dim() > d && source.size(d) == 0 && index.numel() == 0;
+    stand_in = src_empty || self.size(d) == 0;
+    if (stand_in) {
+      auto ss = self.sizes().vec();
+      ss[d] = 1;
+      ms = at::empty(ss, ms.options());
+    }
+    if (src_empty) {
+      auto xs = source.sizes().vec();
+      xs[d] = 1;
+      mx = at::empty(xs, mx.options());
+      mi = at::empty({1}, mi.options());
+    }
+  }
+  if (!stand_in) {
+    at::meta::index_add(ms, dim, mi, mx, alpha);
+    return;
+  }
+  checked_like_cpu([&] { at::meta::index_add(ms, dim, mi, mx, alpha); }, [&] {
+    auto cpu = [](const Tensor& t) { return at::empty(t.sizes(), t.options().device(at::kCPU)); };
+    at::index_add(cpu(self), dim, index.cpu(), cpu(source), alpha);
+  });
+}
+
 Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha, const Tensor* in_place) {
   const char* op = "aten::index_add";
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_add_(): self (",
               self.scalar_type(), ") and source (", source.scalar_type(),
               ") must have the same scalar type");
-  at::meta::index_add(to_meta(self), dim, to_meta(index), to_meta(source), alpha);
+  index_add_meta(self, dim, index, source, alpha);
   common_device(op, {&self, &index, &source});
+  if (self.numel() == 0) return in_place ? self : self.clone();  // CPU adds nothing, checks no index
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   // CPU's checks and messages: its kernel for a vector self checks as
   // index_select does (an IndexError), the one for higher ranks names the

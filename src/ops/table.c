@@ -270,7 +270,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::normal_", tpj_lower_normal},
     {"aten::polar", tpj_lower_polar},
     {"aten::polygamma", tpj_lower_polygamma},
-    {"aten::pow.Tensor_Scalar", tpj_lower_pow},
+    {"aten::pow.Tensor_Scalar", tpj_lower_pow_scalar},
     {"aten::pow.Tensor_Tensor", tpj_lower_pow},
     {"aten::prod.dim_int", tpj_lower_prod},
     {"aten::random_", tpj_lower_random},
