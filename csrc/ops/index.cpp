@@ -122,6 +122,9 @@ Tensor scatter_run(const char* op, const Tensor& self, int64_t dim, const Tensor
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "", false);
   c10::DeviceGuard guard(dev);
+  // Nothing scattered: CPU returns before converting the value (an
+  // overflowing scalar is no error then).
+  if (index.numel() == 0) return in_place ? *in_place : self.clone();
   OpArgs a;
   bool direct = in_place && add_in_place_operand(a, self);
   Tensor out;
@@ -233,11 +236,15 @@ Tensor nonzero_k(const Tensor& self) {
     run_op("tpj::count_nonzero", dev, a, {}, {count});
     n = to_host(count).item<int64_t>();
   }
-  Tensor out = at::empty({n, self.dim()}, self.options().dtype(at::kLong));
+  // CPU's result is (n, ndim) with strides (1, n): each coordinate's column
+  // is contiguous. Made the same way (one transpose on the device).
+  Tensor out = at::empty_strided({n, self.dim()}, {1, n}, self.options().dtype(at::kLong));
   if (out.numel() == 0) return out;
+  Tensor rows = at::empty({n, self.dim()}, self.options().dtype(at::kLong));
   OpArgs a;
   a.tensor(self);
-  run_op(op, dev, a, {}, {out});
+  run_op(op, dev, a, {}, {rows});
+  out.copy_(rows);
   return out;
 }
 
@@ -362,6 +369,7 @@ Tensor& index_put_impl_k(Tensor& self, const IndexList& indices, const Tensor& v
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
   c10::Device dev = self.device();
+  if (self.numel() == 0) return self;  // CPU writes nothing and checks no index
   Expanded e = expand_indices(self, indices, dev);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), e.result), "shape mismatch: value tensor of shape ",
               values.sizes(), " cannot be broadcast to indexing result of shape ",

@@ -601,3 +601,27 @@ def test_advanced_index_with_an_empty_result_like_cpu(case):
                 lambda: torch.zeros(0, 3, device=d)[e], lambda: x[torch.zeros(2, 0, dtype=L, device=d)],
                 lambda: torch.tensor(1.5, device=d)[torch.tensor(False, device=d)]][case]()
     same_as_cpu(f)
+
+
+def test_nonzero_strides_like_cpu():
+    # CPU's result is (n, ndim) with strides (1, n) (found by tools/fuzz).
+    for x in (torch.tensor([[1.0, 0.0, 2.0]]), torch.tensor([[0, 3], [4, 0], [5, 6]]),
+              torch.zeros(2, 3), torch.tensor([1, 0, 1, 1])):
+        want = torch.nonzero(x)
+        got = torch.nonzero(x.to("tpu"))
+        assert got.stride() == want.stride() and got.shape == want.shape
+        assert torch.equal(got.cpu(), want)
+
+
+def test_empty_writes_skip_their_checks_like_cpu():
+    # Found by tools/fuzz: CPU returns before checking indices or converting
+    # the value when nothing is written.
+    x = torch.zeros(2, 3, 0)
+    idx = torch.tensor([3])
+    want = x.clone().index_put_((idx,), torch.zeros(()), accumulate=True)
+    got = x.to("tpu").index_put_((idx.to("tpu"),), torch.zeros((), device="tpu"), accumulate=True)
+    assert got.shape == want.shape
+    u = torch.zeros(1, 1, 1, dtype=torch.uint8)
+    e = torch.zeros(1, 1, 0, dtype=torch.long)
+    torch.testing.assert_close(torch.scatter(u.to("tpu"), 1, e.to("tpu"), float("-inf")).cpu(),
+                               torch.scatter(u, 1, e, float("-inf")))

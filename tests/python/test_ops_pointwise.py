@@ -2193,3 +2193,13 @@ def test_pow_int_wraps_like_cpu(dtype):
         b = torch.tensor([0, 1, 2, 3, -1, -1, -2, 1, -1], dtype=dtype)
         e = torch.tensor([-1, -5, -2, 64, -3, -4, 65, -128, -128], dtype=dtype)
         same("aten::pow", torch.pow, b, e)
+
+
+def test_nan_to_num_complex_like_cpu():
+    # Found by tools/fuzz: CPU replaces in the real and imaginary parts.
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([complex(nan, 1), complex(2, inf), complex(-inf, nan), -0.75 + 0.5j],
+                     dtype=torch.complex64)
+    for kw in ({}, {"nan": 1.0, "posinf": 2.0, "neginf": -3.0}):
+        torch.testing.assert_close(torch.nan_to_num(x.to("tpu"), **kw).cpu(),
+                                   torch.nan_to_num(x, **kw))
