@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "distributed/dist.h"
 
@@ -19,6 +20,9 @@ namespace {
 
 using c10d::OpType;
 using Transport = std::shared_ptr<tpj_dist_transport_t>;
+
+// True on a transport thread while it runs our completion callback.
+thread_local bool in_callback = false;
 
 // ---- Work ------------------------------------------------------------------
 
@@ -87,7 +91,9 @@ class PjrtWork : public c10d::Work {
   static void on_done(void* user, tpj_status_t s) {
     auto* ref = static_cast<c10::intrusive_ptr<PjrtWork>*>(user);
     (*ref)->complete(s);
-    delete ref;
+    in_callback = true;
+    delete ref;  // may be the last reference to the Work, and to the transport
+    in_callback = false;
   }
 
   // Uploads the results (success) and completes the future, once.
@@ -706,7 +712,15 @@ class PjrtBackend : public c10d::Backend {
 
 c10::intrusive_ptr<c10d::Backend> make_pjrt_backend(tpj_dist_transport_t* t,
                                                     std::chrono::milliseconds timeout) {
-  Transport owned(t, [](tpj_dist_transport_t* p) { p->destroy(p->self); });
+  Transport owned(t, [](tpj_dist_transport_t* p) {
+    // The group is gone and a transport thread dropped the last Work: gloo
+    // joins its threads on destruction, this one included, so not here.
+    if (in_callback) {
+      std::thread([p] { p->destroy(p->self); }).detach();
+    } else {
+      p->destroy(p->self);
+    }
+  });
   return c10::make_intrusive<PjrtBackend>(std::move(owned), timeout);
 }
 
