@@ -102,11 +102,33 @@ def _patch_group_helper() -> None:
     c10d._new_process_group_helper = helper
 
 
+def _allow_bf16_hook() -> None:
+    """DDP accepts its bf16 compression hook only on CUDA with NCCL or XPU
+    with XCCL (a check by the hook's name); "pjrt" reduces bf16 on every
+    plugin, so tpu models may use it too."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    orig = DDP._check_comm_hook
+    if getattr(orig, "_torch_pjrt", False):
+        return
+
+    @functools.wraps(orig)
+    def check(self, hook):
+        name = getattr(hook, "__name__", "")
+        if self.device_type == "tpu" and name in ("bf16_compress_hook", "bf16_compress_wrapper_hook"):
+            return None
+        return orig(self, hook)
+
+    check._torch_pjrt = True
+    DDP._check_comm_hook = check
+
+
 def _register() -> None:
     if not dist.is_available():
         return
     dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=["tpu"])
     _patch_group_helper()
+    _allow_bf16_hook()
 
 
 _register()
