@@ -312,6 +312,27 @@ at::Tensor typed(const at::Tensor& block, at::ScalarType dt) {
 
 using Start = std::function<tpj_status_t(tpj_dist_work_t**)>;
 
+// What every rank must agree on before a collective starts: gloo aborts the
+// process (an enforce on its I/O thread) when ranks send buffers of other
+// sizes, so a mismatch is caught here first and raised on every rank.
+struct Sig {
+  int64_t bytes = 0;  // per-rank bytes that must match (0: none)
+  int64_t root = -1;
+  int64_t op = -1;    // the reduction, where there is one
+  const std::vector<int64_t>* in_counts = nullptr;   // all_to_all: bytes to each rank
+  const std::vector<int64_t>* out_counts = nullptr;  // and from each rank
+};
+
+// TORCH_PJRT_DIST_CHECK=0 skips the agreement exchange (one small all_gather
+// per collective) for those who have verified their program.
+bool check_agreement() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_PJRT_DIST_CHECK");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
 class PjrtBackend : public c10d::Backend {
  public:
   PjrtBackend(Transport t, std::chrono::milliseconds timeout)
@@ -330,7 +351,7 @@ class PjrtBackend : public c10d::Backend {
     tpj_dist_buf_t b = bytes_buf(block);
     return launch("broadcast", OpType::BROADCAST, ts, {block},
                   [&](tpj_dist_work_t** w) { return t_->broadcast(t_->self, &b, root, w); },
-                  [=] { if (!is_root) upload(block, off, ts); });
+                  [=] { if (!is_root) upload(block, off, ts); }, Sig{off.back(), root});
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& ts,
@@ -391,7 +412,7 @@ class PjrtBackend : public c10d::Backend {
                     for (size_t i = 0; i < outs.size(); ++i) {
                       if (!flat[i].is_same(outs[i])) outs[i].copy_(flat[i]);
                     }
-                  });
+                  }, Sig{n});
   }
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outs,
@@ -407,7 +428,7 @@ class PjrtBackend : public c10d::Backend {
                   [&](tpj_dist_work_t** w) {
                     return t_->gather(t_->self, &ib, root == rank_ ? &ob : nullptr, root, w);
                   },
-                  [=] { upload(out_block, off, dst); });
+                  [=] { upload(out_block, off, dst); }, Sig{in_block.numel(), root});
   }
 
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outs,
@@ -423,7 +444,7 @@ class PjrtBackend : public c10d::Backend {
                   [&](tpj_dist_work_t** w) {
                     return t_->scatter(t_->self, root == rank_ ? &ib : nullptr, &ob, root, w);
                   },
-                  [=] { upload(out_block, off, outs); });
+                  [=] { upload(out_block, off, outs); }, Sig{out_block.numel(), root});
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outs,
@@ -473,7 +494,7 @@ class PjrtBackend : public c10d::Backend {
                   [&](tpj_dist_work_t** w) {
                     return t_->all_to_all(t_->self, &ib, &ob, ic.data(), oc.data(), w);
                   },
-                  [=] { upload(out_block, byte_offsets(outs), outs); });
+                  [=] { upload(out_block, byte_offsets(outs), outs); }, Sig{0, -1, -1, &ic, &oc});
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outs,
@@ -498,7 +519,7 @@ class PjrtBackend : public c10d::Backend {
                   [&](tpj_dist_work_t** w) {
                     return t_->all_to_all(t_->self, &ib, &ob, ic.data(), oc.data(), w);
                   },
-                  [=] { upload(out_block, out_off, outs); });
+                  [=] { upload(out_block, out_off, outs); }, Sig{0, -1, -1, &ic, &oc});
   }
 
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& ts, int dst, int tag) override {
@@ -529,7 +550,11 @@ class PjrtBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> launch(const char* what, OpType type,
                                         std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keep, const Start& start,
-                                        std::function<void()> finish) {
+                                        std::function<void()> finish, const Sig& sig = Sig()) {
+    if (check_agreement() && type != OpType::SEND && type != OpType::RECV &&
+        type != OpType::RECVANYSOURCE) {
+      agree(what, type, sig);
+    }
     tpj_dist_work_t* w = nullptr;
     tpj_status_t s = start(&w);
     if (s) throw_status(s, what);
@@ -537,6 +562,56 @@ class PjrtBackend : public c10d::Backend {
                                               std::move(keep), std::move(finish));
     PjrtWork::arm(work);
     return work;
+  }
+
+  // Every rank's copy of `words` (n int64 each), rank by rank.
+  at::Tensor exchange(const char* what, std::vector<int64_t> words) {
+    int64_t n = static_cast<int64_t>(words.size());
+    at::Tensor in = at::tensor(words, at::kLong);
+    at::Tensor out = at::empty({size_, n}, at::kLong);
+    at::Tensor in_bytes = in.view(at::kByte), out_bytes = out.view(-1).view(at::kByte);
+    tpj_dist_buf_t ib = bytes_buf(in_bytes), ob = bytes_buf(out_bytes);
+    tpj_dist_work_t* w = nullptr;
+    tpj_status_t s = t_->all_gather(t_->self, &ib, &ob, &w);
+    if (s) throw_status(s, what);
+    s = t_->work_wait(t_->self, w, -1);
+    t_->work_release(t_->self, w);
+    if (s) throw_status(s, what);
+    return out;
+  }
+
+  void agree(const char* what, OpType type, const Sig& sig) {
+    bool a2a = sig.in_counts != nullptr;
+    at::Tensor all = exchange(what, {static_cast<int64_t>(type), sig.bytes, sig.root, sig.op, a2a});
+    auto row = [&](int r, int k) { return all[r][k].item<int64_t>(); };
+    for (int r = 0; r < size_; ++r) {
+      if (row(r, 0) != static_cast<int64_t>(type)) {
+        TORCH_CHECK(false, "pjrt ", what, ": the ranks called different collectives: rank ",
+                    rank_, " called ", c10d::opTypeToString(type), ", rank ", r, " called ",
+                    c10d::opTypeToString(static_cast<OpType>(row(r, 0))));
+      }
+      TORCH_CHECK(row(r, 1) == sig.bytes, "pjrt ", what,
+                  ": the ranks' tensors do not match: rank ", rank_, " passed ", sig.bytes,
+                  " bytes, rank ", r, " passed ", row(r, 1),
+                  " (every rank must pass tensors of the same shape and dtype)");
+      TORCH_CHECK(row(r, 2) == sig.root, "pjrt ", what, ": the ranks disagree on the root (rank ",
+                  rank_, " says ", sig.root, ", rank ", r, " says ", row(r, 2), ")");
+      TORCH_CHECK(row(r, 3) == sig.op, "pjrt ", what,
+                  ": the ranks disagree on the reduce op (rank ", rank_, " and rank ", r, ")");
+    }
+    if (!a2a) return;
+    // Rank s sends in[s][r] bytes to rank r, which expects out[r][s].
+    std::vector<int64_t> mine(*sig.in_counts);
+    mine.insert(mine.end(), sig.out_counts->begin(), sig.out_counts->end());
+    at::Tensor c = exchange(what, mine);
+    for (int src = 0; src < size_; ++src) {
+      for (int dst = 0; dst < size_; ++dst) {
+        int64_t sent = c[src][dst].item<int64_t>(), expected = c[dst][size_ + src].item<int64_t>();
+        TORCH_CHECK(sent == expected, "pjrt ", what, ": rank ", src, " sends ", sent,
+                    " bytes to rank ", dst, ", which expects ", expected,
+                    " (the ranks' split sizes or shapes do not match)");
+      }
+    }
   }
 
   // all_reduce and reduce: one host block of every tensor, reduced in place.
@@ -564,7 +639,7 @@ class PjrtBackend : public c10d::Backend {
                     if (r.average) apply_average(wire, size);
                     if (!wire.is_alias_of(host)) host.copy_(wire);
                     upload(block, off, ts);
-                  });
+                  }, Sig{block.numel(), root, r.op});
   }
 
   // reduce_scatter over pieces laid out block by block (rank r's share of
@@ -595,7 +670,7 @@ class PjrtBackend : public c10d::Backend {
                     if (r.average) apply_average(out_wire, size);
                     if (!out_wire.is_alias_of(out_host)) out_host.copy_(out_wire);
                     upload(out_block, off, outs);
-                  });
+                  }, Sig{out_block.numel(), -1, r.op});
   }
 
   // all_gather into a list: rank r's input lands in outs[r].
@@ -608,7 +683,7 @@ class PjrtBackend : public c10d::Backend {
     tpj_dist_buf_t ib = bytes_buf(in_block), ob = bytes_buf(out_block);
     return launch(what, type, outs, {in_block, out_block},
                   [&](tpj_dist_work_t** w) { return t_->all_gather(t_->self, &ib, &ob, w); },
-                  [=] { upload(out_block, off, outs); });
+                  [=] { upload(out_block, off, outs); }, Sig{in_block.numel()});
   }
 
   c10::intrusive_ptr<c10d::Work> recv_from(const char* what, OpType type,
