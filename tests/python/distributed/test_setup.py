@@ -30,3 +30,12 @@ def test_init_variants():
 @pytest.mark.parametrize("world", [2, 4])
 def test_init_device_mesh(world):
     _launch.run(world, "_setup", "mesh", env={"TPJ_TEST_PORT": str(free_port())})
+
+
+def test_info_names_the_transport():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "torch_pjrt", "info"], capture_output=True,
+                         text=True, check=True).stdout
+    assert 'c10d backend "pjrt", transport gloo (host staging)' in out, out
