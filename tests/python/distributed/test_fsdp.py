@@ -11,3 +11,9 @@ import _launch
 def test_fully_shard_matches_single_process(world):
     for out in _launch.run(world, "_fsdp", "train", timeout=400):
         assert out["fallbacks"] == {}, out["fallbacks"]
+
+
+def test_checkpoint_saved_at_4_ranks_loads_at_2(tmp_path):
+    env = {"TPJ_CKPT_DIR": str(tmp_path)}
+    _launch.run(4, "_fsdp", "checkpoint_save", env=env)
+    _launch.run(2, "_fsdp", "checkpoint_load", env=env)
