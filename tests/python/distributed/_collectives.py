@@ -347,6 +347,25 @@ def suite():
         a2a = fc.all_to_all_single(data(rank, n=world).to(TPU), None, None, dist.group.WORLD)
         close(a2a, torch.stack([data(k, n=world)[rank] for k in range(world)]), "a2a")
 
+    @check("compiled_functional_collective")
+    def _():
+        # torch.compile(backend="tpu") on a graph holding a functional
+        # collective: one graph, no recompiles; today the tpu backend runs such
+        # a graph eagerly, each collective through "pjrt".
+        import torch._dynamo.utils as du
+        import torch.distributed._functional_collectives as fc
+
+        def f(x):
+            return fc.all_reduce(x * 2, "sum", dist.group.WORLD) + 1
+
+        cf = torch.compile(f, backend="tpu")
+        before = du.counters["stats"]["unique_graphs"]
+        for i in range(3):
+            y = cf(data(rank + i).to(TPU))
+            close(y, local_reduce([data(k + i) for k in range(world)], R.SUM, torch.float32) * 2 + 1,
+                  f"call {i}")
+        assert du.counters["stats"]["unique_graphs"] - before == 1, dict(du.counters["stats"])
+
     @check("unsupported_names_op_and_dtype")
     def _():
         t = torch.ones(3, device=TPU)
