@@ -2,9 +2,11 @@
 gloo on CPU tensors, in the same process group ("cpu:gloo,tpu:pjrt") and the
 same run: all_reduce, all_gather_into_tensor and reduce_scatter_tensor from
 4 KiB to 64 MiB, at 2 and 4 ranks. The ratio (tpu time / gloo time) is what
-host staging costs. Not a test.
+host staging costs. Then the step time of DDP and FSDP2 (fully_shard per
+block) training the test LM (tests/python/models.py, d=128, 2 layers, seq 64,
+global batch 8) at 1, 2 and 4 processes. Not a test.
 
-    .venv/bin/python bench/distributed.py [--worlds 2 4] [--max-mib 64]
+    .venv/bin/python bench/distributed.py [--worlds 2 4] [--max-mib 64] [--train-worlds 1 2 4]
 
 Bus bandwidth as nccl-tests defines it: all_reduce moves 2(n-1)/n of the
 buffer per rank, the other two (n-1)/n of the larger buffer."""
@@ -69,7 +71,54 @@ def _worker(sizes, out_path):
     dist.destroy_process_group()
 
 
-def _run(world, sizes):
+def _train_worker(out_path):
+    import copy
+
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+    import models
+
+    dist.init_process_group("pjrt", init_method="file://" + os.environ["BENCH_STORE"],
+                            rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]))
+    rank, n = dist.get_rank(), dist.get_world_size()
+    per = 8 // n
+    batches = models.lm_batches(13, batch=8, seq=64, vocab=256)
+    base = models.TinyLM(vocab=256, d=128, heads=4, layers=2, seq=64).to("tpu")
+    result = {}
+    for name in ("ddp", "fsdp2"):
+        model = copy.deepcopy(base)
+        if name == "ddp":
+            run = DDP(model)
+        else:
+            for blk in model.blocks:
+                fully_shard(blk)
+            run = fully_shard(model)
+        opt = torch.optim.SGD(run.parameters(), lr=0.01)
+        samples = []
+        for i, (idx, tgt) in enumerate(batches):
+            idx, tgt = idx[rank * per:(rank + 1) * per].to("tpu"), tgt[rank * per:(rank + 1) * per].to("tpu")
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            models.lm_loss(run, idx, tgt).backward()
+            opt.step()
+            torch.tpu.synchronize()
+            if i >= 3:  # after warm-up (compiles)
+                samples.append(time.perf_counter() - t0)
+        t = torch.tensor([statistics.median(samples)], device="tpu")
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        result[name] = t.item() * 1e3
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump(result, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _run(world, sizes, mode="--worker"):
     tmp = tempfile.mkdtemp(prefix="tpj-bench-")
     out = os.path.join(tmp, "rows.json")
     procs = []
@@ -77,7 +126,7 @@ def _run(world, sizes):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                    BENCH_STORE=os.path.join(tmp, "store"), TORCH_PJRT_CPU_DEVICES="1",
                    OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(sizes), out],
+        procs.append(subprocess.Popen([sys.executable, __file__, mode, json.dumps(sizes), out],
                                       env=env))
     for p in procs:
         if p.wait() != 0:
@@ -93,21 +142,31 @@ def _size(b):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         return _worker(json.loads(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) > 1 and sys.argv[1] == "--train-worker":
+        return _train_worker(sys.argv[3])
     ap = argparse.ArgumentParser()
-    ap.add_argument("--worlds", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--worlds", type=int, nargs="*", default=[2, 4])
     ap.add_argument("--max-mib", type=int, default=64)
+    ap.add_argument("--train-worlds", type=int, nargs="*", default=[1, 2, 4])
     args = ap.parse_args()
     sizes, s = [], 4 << 10
     while s <= args.max_mib << 20:
         sizes.append(s)
         s *= 4
-    print("| ranks | op | size | gloo CPU ms | pjrt tpu ms | gloo busbw GB/s | pjrt busbw GB/s | tpu/gloo |")
-    print("|---|---|---|---|---|---|---|---|")
+    if args.worlds:
+        print("| ranks | op | size | gloo CPU ms | pjrt tpu ms | gloo busbw GB/s | pjrt busbw GB/s | tpu/gloo |")
+        print("|---|---|---|---|---|---|---|---|")
     for world in args.worlds:
         for r in _run(world, sizes):
             print(f"| {r['world']} | {r['op']} | {_size(r['bytes'])} | {r['gloo_ms']:.3f} | "
                   f"{r['tpu_ms']:.3f} | {r['gloo_busbw']:.2f} | {r['tpu_busbw']:.2f} | "
                   f"{r['ratio']:.2f} |", flush=True)
+    if args.train_worlds:
+        print("\n| processes | DDP step ms | FSDP2 step ms |")
+        print("|---|---|---|")
+    for world in args.train_worlds:
+        r = _run(world, [], mode="--train-worker")
+        print(f"| {world} | {r['ddp']:.1f} | {r['fsdp2']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
