@@ -1,5 +1,6 @@
 """Faults: what a rank sees when another passes a tensor of another shape,
 stays away past the group's timeout, or dies."""
+import datetime
 import os
 import time
 
@@ -8,7 +9,7 @@ import torch.distributed as dist
 
 from _launch import init
 
-TIMEOUT_S = 4
+TIMEOUT_S = 3
 
 
 def _attempt(fn):
@@ -21,17 +22,20 @@ def _attempt(fn):
 
 
 def wrong_shape():
-    rank, _ = init("pjrt", timeout_s=TIMEOUT_S)
+    rank, _ = init("pjrt", timeout_s=30)
     t = torch.ones(4 if rank == 0 else 8, device="tpu")
     return _attempt(lambda: dist.all_reduce(t))
 
 
 def late_rank():
-    rank, _ = init("pjrt", timeout_s=TIMEOUT_S)
+    # The short timeout on a group of its own: connecting the world group
+    # under a loaded CI machine may itself take seconds.
+    rank, _ = init("pjrt", timeout_s=30)
+    g = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=TIMEOUT_S))
     if rank == 1:
         time.sleep(3 * TIMEOUT_S)
         return {"error": None}
-    return _attempt(lambda: dist.all_reduce(torch.ones(4, device="tpu")))
+    return _attempt(lambda: dist.all_reduce(torch.ones(4, device="tpu"), group=g))
 
 
 def dead_rank():
@@ -45,7 +49,7 @@ def dead_rank():
 def mismatches():
     """Other disagreements the agreement exchange names: uneven all_to_all
     splits that do not pair up, and different collectives on each rank."""
-    rank, _ = init("pjrt", timeout_s=TIMEOUT_S)
+    rank, _ = init("pjrt", timeout_s=30)
     out = {}
     splits = [1, 1] if rank == 0 else [2, 0]
     out["a2a"] = _attempt(lambda: dist.all_to_all_single(

@@ -73,6 +73,8 @@ def train():
     # What FSDP2 needed from the device ran there: no CPU fallbacks.
     out["fallbacks"] = torch_pjrt.fallbacks()
     if not full:
+        if os.environ.get("TPJ_CKPT_DIR"):
+            _save(model)
         dist.barrier()
         dist.destroy_process_group()
         return out
@@ -102,21 +104,16 @@ def train():
     return out
 
 
-def checkpoint_save():
-    """World 4: save the sharded state of a fresh model with
-    torch.distributed.checkpoint, and the full parameters for reference."""
+def _save(model):
+    """The sharded state through torch.distributed.checkpoint, and the full
+    parameters for reference."""
     import torch.distributed.checkpoint as dcp
 
-    rank, world = init("pjrt")
-    model = _shard_model(TinyLM().to("tpu"))
     path = os.environ["TPJ_CKPT_DIR"]
     dcp.save({"model": model.state_dict()}, checkpoint_id=path)
     full = _full(model)
-    if rank == 0:
+    if dist.get_rank() == 0:
         torch.save(full, os.path.join(path, "reference.pt"))
-    dist.barrier()
-    dist.destroy_process_group()
-    return True
 
 
 def checkpoint_load():

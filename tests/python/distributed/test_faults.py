@@ -28,7 +28,7 @@ def test_group_timeout_is_honoured():
     res = _launch.run(2, "_faults", "late_rank", allow_errors=True, timeout=120)
     err = res[0][1]["error"]
     assert err and "Timed out" in err, res[0]
-    # The group's timeout (4 s), not the launcher's deadline, ended the wait.
+    # The group's timeout (3 s), not the launcher's deadline, ended the wait.
     assert res[0][1]["seconds"] < 60, res[0]
 
 
