@@ -429,6 +429,12 @@ class PjrtBackend : public c10d::Backend {
     return launch(what, OpType::_ALLGATHER_BASE, outs, {in_block, out_block},
                   [&](tpj_dist_work_t** w) { return t_->all_gather(t_->self, &ib, &ob, w); },
                   [=] {
+                    // One output: the host block is laid out as it is (rank
+                    // blocks end to end), so one upload fills it.
+                    if (outs.size() == 1) {
+                      upload(out_block, {0, n * size}, outs);
+                      return;
+                    }
                     // A non-contiguous output is filled through a contiguous
                     // temporary: its flat blocks are not views of it.
                     std::vector<at::Tensor> flat;
@@ -498,10 +504,15 @@ class PjrtBackend : public c10d::Backend {
       const c10d::ReduceScatterOptions& o) override {
     const char* what = "reduce_scatter_tensor";
     check_pairs(what, outs, ins, /*out_is_bigger=*/false);
-    // The transport wants rank r's share of every input in block r.
+    // The transport wants rank r's share of every input in block r: one
+    // input already is laid out so (one download), several are interleaved.
     std::vector<at::Tensor> pieces;
-    for (int r = 0; r < size_; ++r) {
-      for (const auto& in : ins) pieces.push_back(rank_block(in, r, size_));
+    if (ins.size() == 1) {
+      pieces.push_back(ins[0]);
+    } else {
+      for (int r = 0; r < size_; ++r) {
+        for (const auto& in : ins) pieces.push_back(rank_block(in, r, size_));
+      }
     }
     return reduce_scatter_pieces(what, OpType::_REDUCE_SCATTER_BASE, outs, pieces, o.reduceOp);
   }
