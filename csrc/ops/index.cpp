@@ -124,7 +124,7 @@ Tensor scatter_run(const char* op, const Tensor& self, int64_t dim, const Tensor
   c10::DeviceGuard guard(dev);
   // Nothing scattered: CPU returns before converting the value (an
   // overflowing scalar is no error then).
-  if (index.numel() == 0) return in_place ? *in_place : self.clone();
+  if (index.numel() == 0) return in_place ? *in_place : self.clone(at::MemoryFormat::Contiguous);
   OpArgs a;
   bool direct = in_place && add_in_place_operand(a, self);
   Tensor out;

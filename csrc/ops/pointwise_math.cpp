@@ -119,7 +119,8 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<doub
   ScalarType t = x.scalar_type();
   // Complex: CPU replaces in the real and imaginary parts alike.
   if (x.is_complex())
-    return at::view_as_complex(nan_to_num(at::view_as_real(x.resolve_conj()), nan, posinf, neginf));
+    return at::view_as_complex(  // (the parentheses: ours, not at::nan_to_num by ADL)
+        (nan_to_num)(at::view_as_real(x.resolve_conj()), nan, posinf, neginf));
   double n = 0, p = 0, m = 0;
   if (c10::isFloatingType(t)) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, t, "nan_to_num", [&] {
