@@ -53,6 +53,11 @@ c10::Allocator* allocator();
 // The box behind a tpu tensor's storage (never NULL for a tpu tensor).
 tpj_box_t* box_of(const at::Tensor& t);
 tpj_box_t* box_of(const c10::Storage& s);
+// The box a write into t installs its buffer in. A copy-on-write storage (a
+// lazy clone shares its source's box) first gets a box of its own, as a CPU
+// kernel's mutable_data_ptr() materialises it: writing one never changes
+// the other.
+tpj_box_t* box_for_write(const at::Tensor& t);
 // Makes the storage nbytes long, keeping its first min(old, new) bytes.
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
 
@@ -102,6 +107,9 @@ bool covers_storage(const at::Tensor& t);
 struct OpArgs {
   c10::SmallVector<tpj_exec_arg_t, 4> args;
   c10::SmallVector<tpj_rt_buffer_t*, 4> owned;
+  // Operands that were CPU 0-d tensors (add_operand): TensorIterator counts
+  // them as operands of another shape when it picks an output's layout.
+  int cpu_scalar_operands = 0;
   ~OpArgs();
   void tensor(const at::Tensor& t);               // read through t's view (buffer held)
   void scalar(const at::Scalar& s, at::ScalarType dt, int device);  // 0-d runtime argument
@@ -156,6 +164,13 @@ at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRe
 // True while torch.compile traces a graph: ops record instead of running, and
 // glue that would read a tensor on the host (index validation) must not.
 bool tracing();
+// While this thread traces a graph: records a device-side check that every
+// value of the tpu tensor index lies in [lo, hi); a run of the graph where
+// one does not fails the next wait on the device with message (an index
+// out of range would otherwise be clamped silently). True when recorded
+// (the caller skips its host check, which would need the values).
+bool defer_index_check(const at::Tensor& index, int64_t lo, int64_t hi,
+                       const std::string& message);
 // The graph parameter standing for a CPU 0-d input of the graph being traced
 // (borrowed), or NULL: such a scalar changes per call and must not be baked in.
 tpj_rt_buffer_t* traced_scalar(const at::Tensor& t);

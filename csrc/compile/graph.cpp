@@ -8,6 +8,7 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include <cstdlib>
 #include <unordered_map>
 
 #include "common.h"
@@ -39,6 +40,9 @@ struct TraceInputs {
   std::vector<tpj_rt_buffer_t*> scalar_bufs;       // their uploaded values (owned)
   std::vector<RngSlot> rng;                         // random draws, in trace order
   std::vector<tpj_rt_buffer_t*> rng_bufs;          // their trace-time keys (owned)
+  // Device-side checks (defer_index_check): a 0-d bool tensor of the trace,
+  // true when the check fails, and the message the next wait raises.
+  std::vector<std::pair<at::Tensor, std::string>> checks;
   int device = 0;
 };
 // The trace's inputs, owned by the tracing thread (one trace at a time:
@@ -110,6 +114,20 @@ tpj_rt_buffer_t* traced_rng_key(TpuGeneratorImpl* gen, uint64_t words, int devic
   return key;
 }
 
+bool defer_index_check(const at::Tensor& index, int64_t lo, int64_t hi,
+                       const std::string& message) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("TORCH_PJRT_GRAPH_INDEX_CHECKS");
+    return !(e && std::string(e) == "0");
+  }();
+  TraceInputs* tr = my_trace();
+  if (!tr || index.device().is_cpu()) return false;
+  if (!enabled || index.numel() == 0) return true;  // nothing to check (or told not to)
+  // Recorded into the trace like any op: one compare and one reduction.
+  tr->checks.emplace_back(at::logical_or(index.lt(lo), index.ge(hi)).any(), message);
+  return true;
+}
+
 tpj_rt_buffer_t* traced_scalar(const at::Tensor& t) {
   TraceInputs* tr = my_trace();
   if (!tr) return nullptr;
@@ -129,6 +147,9 @@ class Graph {
   std::vector<StorageSpec> storages;
   std::vector<OutputSpec> outputs;
   std::vector<std::pair<int, int>> mutations;  // (tpu input, result)
+  // The last check_messages.size() outputs are device-side check flags
+  // (handed to the runtime after each run, not returned).
+  std::vector<std::string> check_messages;
   // Per argument: the run may take it (run_consuming) -- an input no output
   // storage or mutation refers to, so nothing reads it after the launch.
   std::vector<bool> consumable;
@@ -221,7 +242,7 @@ class Graph {
     // still holds is dropped: the box is then the sole holder the check
     // looks for (a consumed input's storage was dropped above instead).
     std::vector<tpj_box_t*> locked;
-    for (auto [in, r] : mutations) locked.push_back(box_of(*args[tensor_args[in]]));
+    for (auto [in, r] : mutations) locked.push_back(box_for_write(*args[tensor_args[in]]));
     tpj_box_lock_many(locked.data(), static_cast<int>(locked.size()));
     for (auto [in, r] : mutations) {
       if (box_of(*args[tensor_args[in]])->buf != owned[in] || !owned[in]) continue;
@@ -272,6 +293,12 @@ class Graph {
           c10::Storage(made[o.storage]), tpu_key_set(o.dtype), c10::scalarTypeToTypeMeta(o.dtype));
       impl->set_sizes_and_strides(o.sizes, o.strides, o.offset);
       outs.emplace_back(std::move(impl));
+    }
+    // The check flags: read by the runtime at the next wait on the device.
+    for (size_t i = check_messages.size(); i > 0; --i) {
+      const std::string& msg = check_messages[i - 1];
+      TPJ_CHECK(tpj_rt_check_later(rt(), buffer_of(outs.back()).get(), msg.c_str()));
+      outs.pop_back();
     }
     return outs;
   }
@@ -359,11 +386,17 @@ void mark_consumable(Graph& graph, const TraceInputs* tr, const std::vector<int>
   }
 }
 
-std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& outs,
+std::shared_ptr<Graph> trace_end(int nargs, const std::vector<at::Tensor>& user_outs,
                                  const std::vector<int>& consumable) {
   TORCH_CHECK(my_trace(), "no graph is being traced");
   TraceInputs* tr = my_trace();
   auto graph = std::make_shared<Graph>();
+  // The device-side checks become extra outputs, after the caller's.
+  std::vector<at::Tensor> outs(user_outs);
+  for (auto& [flag, message] : tr->checks) {
+    outs.push_back(flag);
+    graph->check_messages.push_back(message);
+  }
   graph->device = tr->device;
   graph->nargs = nargs;
   graph->tensor_args = tr->arg_index;

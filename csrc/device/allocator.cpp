@@ -201,6 +201,13 @@ tpj_box_t* box_of(const c10::Storage& s) {
   return box;
 }
 
+tpj_box_t* box_for_write(const at::Tensor& t) {
+  box_of(t);  // the device check and its message
+  auto* box = static_cast<tpj_box_t*>(t.storage().mutable_data());
+  TORCH_CHECK(box, "tpu storage has no box (was it created by another allocator?)");
+  return box;
+}
+
 tpj_box_t* box_of(const at::Tensor& t) {
   // A kernel reached through another operand's dispatch key (a CPU weight
   // with a tpu index) must raise, not read a CPU pointer as a box.

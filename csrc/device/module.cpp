@@ -16,6 +16,7 @@ namespace torch_pjrt {
 std::map<std::string, int64_t> fallback_counts();
 void reset_fallback_counts();
 void bind_graph(py::module& m);
+void bind_distributed(py::module& m);
 }  // namespace torch_pjrt
 
 namespace {
@@ -166,4 +167,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_buffer_shape", &buffer_shape);
   m.def("_lowered_ops", &lowered_ops);
   tp::bind_graph(m);
+  tp::bind_distributed(m);
 }

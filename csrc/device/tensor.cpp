@@ -12,6 +12,7 @@
 #include "common.h"
 #include "exec/donate.h"
 #include "inplace.h"
+#include "layout.h"
 #include "storage_dtypes.h"
 #include "view/box.h"
 
@@ -297,7 +298,7 @@ void run_write(const char* op, const at::Tensor& dst, OpArgs& a, const int64_t* 
   donate_to[0] = 0;
   tpj_rt_buffer_t* result = nullptr;
   int donated = 0;
-  tpj_box_t* box = box_of(dst);
+  tpj_box_t* box = box_for_write(dst);
   tpj_box_lock(box);
   tpj_rt_buffer_t* cur = a.args[0].buf;
   if (box->buf == cur) {
@@ -431,8 +432,8 @@ void run_op_in_place(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_
   warn_disk_cache_once();
 }
 
-void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
-            c10::ArrayRef<at::Tensor> outs) {
+void run_op_shaped(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
+                   c10::ArrayRef<at::Tensor> outs, const tpj_rt_shape_t* given) {
   check_storage_only(op, a, outs);
   TORCH_INTERNAL_ASSERT(outs.size() <= TPJ_OP_MAX_OUT, op, ": too many outputs");
   tpj_rt_shape_t shapes[TPJ_OP_MAX_OUT];
@@ -440,16 +441,26 @@ void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
   bool empty = true;
   for (size_t i = 0; i < outs.size(); ++i) {
     const at::Tensor& o = outs[i];
+    // A new buffer becomes the whole storage, its row-major order the
+    // storage's memory order: o must be dense from offset 0 (contiguous
+    // unless the caller says in which order, layout.h).
     TORCH_INTERNAL_ASSERT(covers_storage(o), op, ": output must be a fresh contiguous tensor");
-    shapes[i] = shape_of(o);
+    shapes[i] = given ? given[i] : shape_of(o);
     if (o.numel() != 0) empty = false;
   }
   if (empty && !outs.empty()) return;  // nothing to compute
   TPJ_CHECK(tpj_exec_run(exec(), op, device, a.args.data(), static_cast<int>(a.args.size()),
                          attrs.data(), static_cast<int>(attrs.size()), shapes,
                          static_cast<int>(outs.size()), results));
-  for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_of(outs[i]), results[i]);
+  // Outputs are fresh tensors, or a whole storage being overwritten (fill_):
+  // the latter may be a lazy clone's.
+  for (size_t i = 0; i < outs.size(); ++i) tpj_box_set_buffer(box_for_write(outs[i]), results[i]);
   warn_disk_cache_once();
+}
+
+void run_op(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
+            c10::ArrayRef<at::Tensor> outs) {
+  run_op_shaped(op, device, a, attrs, outs, nullptr);
 }
 
 at::Tensor new_output(at::IntArrayRef sizes, at::ScalarType dtype, c10::Device device) {
@@ -486,7 +497,10 @@ c10::Device common_device(const char* op, std::initializer_list<const at::Tensor
 void add_operand(OpArgs& a, const at::Tensor& t, int device) {
   if (!t.device().is_cpu()) {
     a.tensor(t);
-  } else if (tpj_rt_buffer_t* traced = traced_scalar(t)) {
+    return;
+  }
+  ++a.cpu_scalar_operands;
+  if (tpj_rt_buffer_t* traced = traced_scalar(t)) {
     a.buffer(traced);
   } else if (!t.is_conj() && !t.is_neg() && t.scalar_type() == at::kDouble) {
     // A Python float (a wrapped double): read it without item()'s dispatch.

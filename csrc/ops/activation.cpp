@@ -12,6 +12,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "layout.h"
 #include "glue.h"
 #include <ATen/WrapDimUtils.h>
 #include <algorithm>
@@ -52,7 +53,7 @@ Tensor run_act(const char* op, std::initializer_list<const Tensor*> ts, const Te
   for (const Scalar& s : scalars) a.scalar(s, cd, dev.index());
   std::vector<int64_t> attrs{to_tpj_dtype(cd)};
   attrs.insert(attrs.end(), extra.begin(), extra.end());
-  run_op(op, dev.index(), a, attrs, {out});
+  run_pointwise(op, dev.index(), a, attrs, {out});
   return out;
 }
 
@@ -176,7 +177,7 @@ std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {
   Tensor buffer = at::empty(x.sizes(), x.options());
   OpArgs a;
   a.tensor(x);
-  run_op(op, x.device().index(), a, {to_tpj_dtype(cd)}, {out, buffer});
+  run_pointwise(op, x.device().index(), a, {to_tpj_dtype(cd)}, {out, buffer});
   return {out, buffer};
 }
 Tensor log_sigmoid_backward(const Tensor& g, const Tensor& x, const Tensor& buffer) {
@@ -284,7 +285,7 @@ Tensor glu_backward(const Tensor& grad, const Tensor& self, int64_t dim) {
 Tensor prelu(const Tensor& self, const Tensor& weight) {
   Tensor m = meta_or_cpu([&] { return at::_prelu_kernel(to_meta(self), to_meta(weight)); },
                          [&] { at::_prelu_kernel(self.cpu(), weight.cpu()); });
-  return run_outs("aten::_prelu_kernel", {&self, &weight}, {m}, {})[0];
+  return run_outs("aten::_prelu_kernel", {&self, &weight}, {m}, {}, /*pointwise=*/true)[0];
 }
 
 Pair prelu_backward(const Tensor& grad, const Tensor& self, const Tensor& weight) {
@@ -317,11 +318,13 @@ namespace {
 using at::Scalar;
 using at::Tensor;
 
-// CPU's kernels take floating inputs only; say so the way they do.
+// CPU's kernels take floating inputs only; say so the way they do. An
+// empty input of any dtype is returned before that check (CPU's kernels
+// return first), so the callers return an empty result for it.
 void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   bool last = self.dim() == 0 || d == self.dim() - 1;
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"", name,
+  TORCH_CHECK_NOT_IMPLEMENTED(self.numel() == 0 || c10::isFloatingType(self.scalar_type()), "\"", name,
                               last ? "_lastdim_kernel_impl" : "_kernel_impl",
                               "\" not implemented for '", self.scalar_type(), "'");
 }
@@ -329,6 +332,7 @@ void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
 Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   check_softmax_input(self, dim, "softmax");
   Tensor m = at::meta::_softmax(to_meta(self), dim, half_to_float);
+  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(accumulator(self.scalar_type())), d});
 }
@@ -340,6 +344,7 @@ Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarTyp
   Tensor m = at::empty(self.sizes(), self.options().dtype(dtype.value_or(self.scalar_type()))
                                          .device(at::kMeta));
   check_softmax_input(m, dim, "softmax");
+  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   at::ScalarType out_dtype = m.scalar_type();
   return run_like("aten::_safe_softmax", {&self}, m, {to_tpj_dtype(accumulator(out_dtype)), d});
@@ -348,6 +353,7 @@ Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarTyp
 Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   check_softmax_input(self, dim, "log_softmax");
   Tensor m = at::meta::_log_softmax(to_meta(self), dim, half_to_float);
+  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   return run_like("aten::_log_softmax", {&self}, m,
                   {to_tpj_dtype(accumulator(self.scalar_type())), d});
@@ -385,7 +391,7 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& 
   add_operand(a, grad, dev.index());
   add_operand(a, self, dev.index());
   a.scalar(threshold, cd, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd)}, {out});
+  run_pointwise(op, dev.index(), a, {to_tpj_dtype(cd)}, {out});
   return out;
 }
 
@@ -395,14 +401,16 @@ Tensor gelu(const Tensor& self, c10::string_view approximate) {
   at::native::get_gelutype_enum(approximate);
   Tensor m = at::meta::gelu(to_meta(self), approximate);
   return run_like("aten::gelu", {&self}, m,
-                  {to_tpj_dtype(accumulator(self.scalar_type())), approximate == "tanh"});
+                  {to_tpj_dtype(accumulator(self.scalar_type())), approximate == "tanh"}, {},
+                  nullptr, /*pointwise=*/true);
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, c10::string_view approximate) {
   at::native::get_gelutype_enum(approximate);
   Tensor m = at::meta::gelu_backward(to_meta(grad), to_meta(self), approximate);
   return run_like("aten::gelu_backward", {&grad, &self}, m,
-                  {to_tpj_dtype(accumulator(m.scalar_type())), approximate == "tanh"});
+                  {to_tpj_dtype(accumulator(m.scalar_type())), approximate == "tanh"}, {},
+                  nullptr, /*pointwise=*/true);
 }
 
 // scaled_dot_product_attention asks each device which fused kernel to use;
@@ -440,14 +448,14 @@ Tensor hardshrink(const Tensor& x, const Scalar& l) {
   check_floating_dtype(x, "hardshrink_cpu");
   Tensor m = at::meta::hardshrink(to_meta(x), l);
   return run_meta("aten::hardshrink", {&x}, m, {acc_dtype(m.scalar_type())}, {l},
-                 m.scalar_type());
+                 m.scalar_type(), /*pointwise=*/true);
 }
 
 Tensor hardshrink_backward(const Tensor& g, const Tensor& x, const Scalar& l) {
   check_floating_dtype(x, "hardshrink_backward_cpu");
   Tensor m = at::meta::hardshrink_backward(to_meta(g), to_meta(x), l);
   return run_meta("aten::hardshrink_backward", {&g, &x}, m, {acc_dtype(m.scalar_type())}, {l},
-                 m.scalar_type());
+                 m.scalar_type(), /*pointwise=*/true);
 }
 
 Tensor softshrink(const Tensor& x, const Scalar& l) {
@@ -455,21 +463,21 @@ Tensor softshrink(const Tensor& x, const Scalar& l) {
   Tensor m = at::meta::softshrink(to_meta(x), l);
   // CPU's softshrink reads lambd in the compute type (unlike hardshrink)
   return run_meta("aten::softshrink", {&x}, m, {acc_dtype(m.scalar_type())}, {l},
-                 accumulator(m.scalar_type()));
+                 accumulator(m.scalar_type()), /*pointwise=*/true);
 }
 
 Tensor softshrink_backward(const Tensor& g, const Tensor& x, const Scalar& l) {
   check_floating_dtype(x, "softshrink_backward_cpu");
   Tensor m = at::meta::softshrink_backward(to_meta(g), to_meta(x), l);
   return run_meta("aten::softshrink_backward", {&g, &x}, m, {acc_dtype(m.scalar_type())}, {l},
-                 m.scalar_type());
+                 m.scalar_type(), /*pointwise=*/true);
 }
 
 Tensor threshold(const Tensor& x, const Scalar& t, const Scalar& v) {
   check_cpu_dtype(x.scalar_type() != at::kBool, x.scalar_type(), "threshold_cpu");
   Tensor m = at::meta::threshold(to_meta(x), t, v);
   at::ScalarType cd = accumulator(m.scalar_type());
-  return run_meta("aten::threshold", {&x}, m, {to_tpj_dtype(cd)}, {t, v}, cd);
+  return run_meta("aten::threshold", {&x}, m, {to_tpj_dtype(cd)}, {t, v}, cd, /*pointwise=*/true);
 }
 
 Tensor& out_of(Tensor& out, const Tensor& r, const char* op, const Tensor& in) {

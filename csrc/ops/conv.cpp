@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 #include "common.h"
+#include "layout.h"
 #include "glue.h"
 
 namespace torch_pjrt {
@@ -127,6 +128,7 @@ std::vector<int64_t> conv_output_sizes(const Tensor& input, const Tensor& weight
                                        const ConvArgs& a) {
   std::vector<int64_t> out{input.size(0),
                            a.transposed ? weight.size(1) * a.groups : weight.size(0)};
+  if (input.size(1) == 0) out[1] = 0;  // CPU's calc_output_size: no input channels, none out
   for (int64_t i = 0; i < a.nsp; ++i) {
     int64_t in = input.size(2 + i), ext = a.dilation[i] * (weight.size(2 + i) - 1);
     out.push_back(a.transposed
@@ -134,6 +136,25 @@ std::vector<int64_t> conv_output_sizes(const Tensor& input, const Tensor& weight
                       : (in + 2 * a.padding[i] - ext - 1) / a.stride[i] + 1);
   }
   return out;
+}
+
+// CPU's backend choice for an empty input (Convolution.cpp,
+// select_conv_backend): a zero batch or zero input channels gives an empty
+// result, whose channel dim is 0 for zero input channels (calc_output_size),
+// as the meta function says too; any other empty input (a zero-length
+// spatial dim that padding made fit the kernel) is refused, with the input's
+// shape as CPU's kernel sees it (a 1-d convolution runs as a 2-d one).
+// Returns true (and *out) when the result is decided here.
+bool empty_conv(const Tensor& input, const Tensor& weight, const ConvArgs& a, Tensor* out) {
+  if (input.numel() != 0) return false;
+  if (input.size(0) != 0 && input.size(1) != 0) {
+    std::vector<int64_t> shape = input.sizes().vec();
+    if (a.nsp == 1) shape.insert(shape.begin() + 2, 1);
+    TORCH_CHECK(false, "Only zero batch or zero channel inputs are supported, but got input shape: ",
+                IntArrayRef(shape));
+  }
+  *out = at::empty(conv_output_sizes(input, weight, a), input.options());
+  return true;
 }
 
 std::vector<int64_t> conv_attrs(at::ScalarType dt, const ConvArgs& a, bool f0, bool f1, bool f2) {
@@ -176,12 +197,19 @@ Tensor convolution_tpu(const Tensor& input, const Tensor& weight, const std::opt
         .to(dev);
   }
   c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(conv_output_sizes(input, weight, a), input.options());
+  Tensor out;
+  if (empty_conv(input, weight, a, &out)) return out;
+  out = at::empty(conv_output_sizes(input, weight, a), input.options());
   OpArgs args;
   args.tensor(input);
   args.tensor(weight);
   if (hb) args.tensor(*bias);
-  run_op(op, dev.index(), args, conv_attrs(input.scalar_type(), a, hb, false, false), {out});
+  // CPU's kernels give a channels_last result when the input or the weight
+  // is channels_last (mkldnn_conv_use_channels_last, and the slow paths alike).
+  at::MemoryFormat mf = format_of(input);
+  if (mf == at::MemoryFormat::Contiguous) mf = format_of(weight);
+  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, hb, false, false),
+                  {out}, mf, 1);
   return out;
 }
 
@@ -209,20 +237,29 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward_tpu(
   c10::DeviceGuard guard(dev);
   Tensor r[3];
   std::vector<Tensor> outs;
-  if (mask[0]) outs.push_back(r[0] = at::empty(input.sizes(), grad_out.options()));
-  if (mask[1]) outs.push_back(r[1] = at::empty(weight.sizes(), grad_out.options()));
+  // no input channels: the forward's result was empty, every gradient is
+  // zeros (the bias's too, as CPU's)
+  auto make = [&](IntArrayRef s) {
+    return input.size(1) == 0 ? at::zeros(s, grad_out.options()) : at::empty(s, grad_out.options());
+  };
+  if (mask[0]) outs.push_back(r[0] = make(input.sizes()));
+  if (mask[1]) outs.push_back(r[1] = make(weight.sizes()));
   if (mask[2]) {
-    std::vector<int64_t> bs{grad_out.size(1)};
+    std::vector<int64_t> bs{a.transposed ? weight.size(1) * a.groups : weight.size(0)};
     if (bias_sizes) bs = bias_sizes->vec();
-    outs.push_back(r[2] = at::empty(bs, grad_out.options()));
+    outs.push_back(r[2] = make(bs));
   }
-  if (outs.empty()) return {r[0], r[1], r[2]};
+  if (outs.empty() || input.size(1) == 0) return {r[0], r[1], r[2]};
   OpArgs args;
   args.tensor(grad_out);
   args.tensor(input);
   args.tensor(weight);
-  run_op(op, dev.index(), args, conv_attrs(input.scalar_type(), a, mask[0], mask[1], mask[2]),
-         outs);
+  // grad_input is laid out like the input, grad_weight like the weight (CPU).
+  at::MemoryFormat fi = format_of(input), fw = format_of(weight);
+  uint32_t laid = (mask[0] && fi != at::MemoryFormat::Contiguous ? 1u : 0u) |
+                  (mask[1] && fw != at::MemoryFormat::Contiguous ? 1u << (mask[0] ? 1 : 0) : 0u);
+  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, mask[0], mask[1], mask[2]),
+                  outs, fi != at::MemoryFormat::Contiguous ? fi : fw, laid);
   return {r[0], r[1], r[2]};
 }
 }  // namespace

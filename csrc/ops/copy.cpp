@@ -8,6 +8,7 @@
 #include <ATen/ExpandUtils.h>
 
 #include "common.h"
+#include "layout.h"
 #include "storage_dtypes.h"
 
 extern "C" {
@@ -26,7 +27,7 @@ void release_host_storage(void* storage) { delete static_cast<c10::Storage*>(sto
 bool upload_pinned_async(const at::Tensor& h, const at::Tensor& dst) {
   if (!is_pinned(h.data_ptr())) return false;
   tpj_rt_shape_t s = shape_of(dst);
-  tpj_box_t* box = box_of(dst);
+  tpj_box_t* box = box_for_write(dst);
   auto* keep = new c10::Storage(h.storage());
   tpj_rt_buffer_t* buf = nullptr;
   tpj_status_t st = tpj_rt_buffer_from_host_async(rt(), box->device, s.dtype, s.dims, s.ndim,
@@ -45,7 +46,7 @@ void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_
   if (covers_storage(dst) && h.sizes() == dst.sizes()) {
     if (non_blocking && upload_pinned_async(h, dst)) return;
     tpj_rt_shape_t s = shape_of(dst);
-    TPJ_CHECK(tpj_box_from_host(rt(), box_of(dst), s.dtype, s.dims, s.ndim, h.data_ptr()));
+    TPJ_CHECK(tpj_box_from_host(rt(), box_for_write(dst), s.dtype, s.dims, s.ndim, h.data_ptr()));
     return;
   }
   // Upload the source as it is (broadcasting happens on the device), then
@@ -89,7 +90,7 @@ void copy_device_to_device(at::Tensor src, const at::Tensor& dst) {
   if (!(src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() && is_natural(src)))
     s = materialize(src, dst.scalar_type(), dst.sizes());
   // Buffers are immutable: the destination simply shares the source's.
-  tpj_box_set_buffer(box_of(dst), buffer_of(s).release());
+  tpj_box_set_buffer(box_for_write(dst), buffer_of(s).release());
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
@@ -105,6 +106,18 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   }
   bool src_tpu = self.device().is_privateuseone(), dst_tpu = dst.device().is_privateuseone();
+  Layout l;
+  if (dst_tpu && dst.storage_offset() == 0 && !is_storage_only(dst.scalar_type()) &&
+      static_cast<size_t>(dst.numel()) * dst.element_size() == dst.storage().nbytes() &&
+      dense_layout(dst, &l)) {
+    // A whole storage in another order of its dims (a clone or .to() of a
+    // permuted or channels_last tensor, empty_strided's result): the same
+    // copy into dst seen in memory order, which covers its storage, so the
+    // value becomes its buffer instead of being scattered into it.
+    at::IntArrayRef perm(l.perm, l.ndim);
+    copy_from(self.expand(dst.sizes()).permute(perm), dst.permute(perm), non_blocking);
+    return dst;
+  }
   if (src_tpu && dst_tpu && self.scalar_type() != dst.scalar_type() &&
       (is_storage_only(self.scalar_type()) || is_storage_only(dst.scalar_type()))) {
     // A conversion from or to a dtype tpu only holds (storage_dtypes.cpp):

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "inplace.h"
+#include "layout.h"
 
 namespace torch_pjrt {
 
@@ -69,9 +70,11 @@ inline auto meta_or_cpu(M m, C cpu) -> decltype(m()) {
 }
 
 // Runs op on the tensors ts (tpu, or CPU 0-d scalars) into new tensors
-// shaped like metas.
+// shaped like metas. pointwise: the op is elementwise, its outputs laid out
+// as TensorIterator lays them out (layout.h); else contiguous.
 inline std::vector<Tensor> run_outs(const char* op, std::initializer_list<const Tensor*> ts,
-                        std::initializer_list<Tensor> metas, const std::vector<int64_t>& attrs) {
+                        std::initializer_list<Tensor> metas, const std::vector<int64_t>& attrs,
+                        bool pointwise = false) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
@@ -81,10 +84,11 @@ inline std::vector<Tensor> run_outs(const char* op, std::initializer_list<const 
     outs.push_back(at::empty(m.sizes(), m.options().device(dev)));
     empty = empty || m.numel() == 0;
   }
-  if (empty) return outs;
+  if (empty && !pointwise) return outs;
   OpArgs a;
   for (const Tensor* t : ts) add_operand(a, *t, dev.index());
-  run_op(op, dev.index(), a, attrs, outs);
+  if (pointwise) run_pointwise(op, dev.index(), a, attrs, outs);
+  else run_op(op, dev.index(), a, attrs, outs);
   return outs;
 }
 
@@ -96,10 +100,10 @@ inline int64_t wrap_dim0(int64_t dim, const Tensor& self) {
 // tensor shaped like meta_out, after `scalars` are appended.
 // in_place (an in-place form: the first of ts): when the result is shaped
 // and typed like it and it is its storage's natural tensor, its storage is
-// updated in place (inplace.h) and it is returned.
+// updated in place (inplace.h) and it is returned. pointwise: as run_outs'.
 inline Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta_out,
                 std::vector<int64_t> attrs, std::initializer_list<const Scalar*> scalars = {},
-                const Tensor* in_place = nullptr) {
+                const Tensor* in_place = nullptr, bool pointwise = false) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
@@ -115,15 +119,17 @@ inline Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, 
   Tensor out = at::empty(meta_out.sizes(), meta_out.options().device(dev));
   for (const Tensor* t : ts) add_operand(a, *t, dev.index());
   for (const Scalar* s : scalars) a.scalar(*s, out.scalar_type(), dev.index());
-  run_op(op, dev.index(), a, attrs, {out});
+  if (pointwise) run_pointwise(op, dev.index(), a, attrs, {out});
+  else run_op(op, dev.index(), a, attrs, {out});
   return out;
 }
 
 // Runs op on the tpu tensors ts, then the runtime scalars (rounded to
 // scalar_dt, as CPU's kernels read them), into a tensor shaped like meta.
+// pointwise: as run_outs'.
 inline Tensor run_meta(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta,
                std::vector<int64_t> attrs, std::initializer_list<Scalar> scalars = {},
-               at::ScalarType scalar_dt = at::kFloat) {
+               at::ScalarType scalar_dt = at::kFloat, bool pointwise = false) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
@@ -131,7 +137,8 @@ inline Tensor run_meta(const char* op, std::initializer_list<const Tensor*> ts, 
   OpArgs a;
   for (const Tensor* t : ts) add_operand(a, *t, dev.index());
   for (const Scalar& s : scalars) a.scalar(s, scalar_dt, dev.index());
-  run_op(op, dev.index(), a, attrs, {out});
+  if (pointwise) run_pointwise(op, dev.index(), a, attrs, {out});
+  else run_op(op, dev.index(), a, attrs, {out});
   return out;
 }
 

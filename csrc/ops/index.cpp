@@ -51,8 +51,13 @@ Tensor& out_to(Tensor& out, const Tensor& result, const char* op) {
 void check_range(const Tensor& index, int64_t size, int64_t dim, bool negative_ok,
                  const char* prefix, bool index_error) {
   int64_t lo = 0, hi = 0;
-  if (!index_bounds(index, &lo, &hi)) return;
   int64_t min_ok = negative_ok ? -size : 0;
+  if (defer_index_check(index, min_ok, size,
+                        std::string(prefix) + "index out of bounds for dimension " +
+                            std::to_string(dim) + " with size " + std::to_string(size) +
+                            " (found by a compiled graph's device-side check)"))
+    return;
+  if (!index_bounds(index, &lo, &hi)) return;
   bool ok = lo >= min_ok && hi < size;
   int64_t bad = lo < min_ok ? lo : hi;
   if (index_error)
@@ -117,6 +122,9 @@ Tensor scatter_run(const char* op, const Tensor& self, int64_t dim, const Tensor
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "", false);
   c10::DeviceGuard guard(dev);
+  // Nothing scattered: CPU returns before converting the value (an
+  // overflowing scalar is no error then).
+  if (index.numel() == 0) return in_place ? *in_place : self.clone(at::MemoryFormat::Contiguous);
   OpArgs a;
   bool direct = in_place && add_in_place_operand(a, self);
   Tensor out;
@@ -228,11 +236,15 @@ Tensor nonzero_k(const Tensor& self) {
     run_op("tpj::count_nonzero", dev, a, {}, {count});
     n = to_host(count).item<int64_t>();
   }
-  Tensor out = at::empty({n, self.dim()}, self.options().dtype(at::kLong));
+  // CPU's result is (n, ndim) with strides (1, n): each coordinate's column
+  // is contiguous. Made the same way (one transpose on the device).
+  Tensor out = at::empty_strided({n, self.dim()}, {1, n}, self.options().dtype(at::kLong));
   if (out.numel() == 0) return out;
+  Tensor rows = at::empty({n, self.dim()}, self.options().dtype(at::kLong));
   OpArgs a;
   a.tensor(self);
-  run_op(op, dev, a, {}, {out});
+  run_op(op, dev, a, {}, {rows});
+  out.copy_(rows);
   return out;
 }
 
@@ -357,6 +369,7 @@ Tensor& index_put_impl_k(Tensor& self, const IndexList& indices, const Tensor& v
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
   c10::Device dev = self.device();
+  if (self.numel() == 0) return self;  // CPU writes nothing and checks no index
   Expanded e = expand_indices(self, indices, dev);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), e.result), "shape mismatch: value tensor of shape ",
               values.sizes(), " cannot be broadcast to indexing result of shape ",
@@ -521,14 +534,54 @@ Tensor index_along(const char* op, const Tensor& self, int64_t dim, const Tensor
 }
 
 
+// index_add's meta checks. The meta function checks that self's and
+// source's slices broadcast by selecting element 0 of each along dim, which
+// raises for a zero-size dim (an empty index and source, or an empty self)
+// where CPU's kernel adds nothing: such a dim is checked at size 1 instead,
+// once the index count matches source (the meta's own count check words a
+// mismatch as CPU does). Where the stand-ins fail a check, CPU's kernel on
+// empty CPU tensors of the real shapes raises CPU's error, with the real
+// shapes in its message.
+void index_add_meta(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                    const Scalar& alpha) {
+  Tensor ms = to_meta(self), mi = to_meta(index), mx = to_meta(source);
+  int64_t nd = std::max<int64_t>(self.dim(), 1);
+  bool stand_in = false;
+  if (self.dim() > 0 && dim >= -nd && dim < nd) {
+    int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+    bool src_empty = source.dim() > d && source.size(d) == 0 && index.numel() == 0;
+    stand_in = src_empty || self.size(d) == 0;
+    if (stand_in) {
+      auto ss = self.sizes().vec();
+      ss[d] = 1;
+      ms = at::empty(ss, ms.options());
+    }
+    if (src_empty) {
+      auto xs = source.sizes().vec();
+      xs[d] = 1;
+      mx = at::empty(xs, mx.options());
+      mi = at::empty({1}, mi.options());
+    }
+  }
+  if (!stand_in) {
+    at::meta::index_add(ms, dim, mi, mx, alpha);
+    return;
+  }
+  checked_like_cpu([&] { at::meta::index_add(ms, dim, mi, mx, alpha); }, [&] {
+    auto cpu = [](const Tensor& t) { return at::empty(t.sizes(), t.options().device(at::kCPU)); };
+    at::index_add(cpu(self), dim, index.cpu(), cpu(source), alpha);
+  });
+}
+
 Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha, const Tensor* in_place) {
   const char* op = "aten::index_add";
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_add_(): self (",
               self.scalar_type(), ") and source (", source.scalar_type(),
               ") must have the same scalar type");
-  at::meta::index_add(to_meta(self), dim, to_meta(index), to_meta(source), alpha);
+  index_add_meta(self, dim, index, source, alpha);
   common_device(op, {&self, &index, &source});
+  if (self.numel() == 0) return in_place ? self : self.clone();  // CPU adds nothing, checks no index
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   // CPU's checks and messages: its kernel for a vector self checks as
   // index_select does (an IndexError), the one for higher ranks names the
@@ -786,6 +839,10 @@ namespace {
 using at::Tensor;
 
 void check_indices(const Tensor& index, int64_t size) {
+  if (defer_index_check(index, 0, size,
+                        "index out of range in self (found by a compiled graph's device-side "
+                        "check)"))
+    return;
   int64_t lo = 0, hi = 0;
   if (!index_bounds(index, &lo, &hi)) return;
   TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");

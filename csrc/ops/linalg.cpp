@@ -623,14 +623,18 @@ void check_matrices(const Tensor& m1, const Tensor& m2) {
               m1.dtype(), " != ", m2.dtype());
 }
 
-// CPU's matrix products refuse bool (XLA would compute it).
-void check_not_bool(const Tensor& t, const char* cpu_name) {
+// CPU's matrix products refuse bool (XLA would compute it), except where an
+// operand is empty: CPU returns before its typed kernel (zeros, or nothing).
+void check_not_bool(const Tensor& t, const char* cpu_name,
+                    std::initializer_list<const Tensor*> operands = {}) {
+  for (const Tensor* o : operands)
+    if (o->numel() == 0) return;
   check_cpu_dtype(t.scalar_type() != at::kBool, t.scalar_type(), cpu_name);
 }
 
 Tensor mm(const Tensor& self, const Tensor& mat2) {
   check_matrices(self, mat2);
-  check_not_bool(self, "addmm_impl_cpu_");
+  check_not_bool(self, "addmm_impl_cpu_", {&self, &mat2});
   return product("aten::mm", {&self, &mat2}, at::meta::mm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
@@ -638,7 +642,7 @@ Tensor mm(const Tensor& self, const Tensor& mat2) {
 Tensor bmm(const Tensor& self, const Tensor& mat2) {
   TORCH_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
               self.dtype(), " != ", mat2.dtype());
-  check_not_bool(self, "bmm");
+  check_not_bool(self, "bmm", {&self, &mat2});
   return product("aten::bmm", {&self, &mat2}, at::meta::bmm(to_meta(self), to_meta(mat2)), nullptr,
                  nullptr);
 }
@@ -648,7 +652,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const at::S
   check_matrices(m1, m2);
   TORCH_CHECK(self.scalar_type() == m2.scalar_type(), "self and mat2 must have the same dtype, "
               "but got ", self.scalar_type(), " and ", m2.scalar_type());
-  check_not_bool(self, "addmm_impl_cpu_");
+  check_not_bool(self, "addmm_impl_cpu_", {&m1, &m2});
   self.expand({m1.size(0), m2.size(1)});  // CPU's message for a bias that cannot broadcast
   Tensor m = at::meta::addmm(to_meta(self), to_meta(m1), to_meta(m2), beta, alpha);
   return product("aten::addmm", {&self, &m1, &m2}, m, &beta, &alpha);
@@ -657,7 +661,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const at::S
 Tensor baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const at::Scalar& beta,
                const at::Scalar& alpha) {
   Tensor m = at::meta::baddbmm(to_meta(self), to_meta(b1), to_meta(b2), beta, alpha);
-  check_not_bool(self, "baddbmm");
+  check_not_bool(self, "baddbmm", {&b1, &b2});
   return product("aten::baddbmm", {&self, &b1, &b2}, m, &beta, &alpha);
 }
 
@@ -667,7 +671,7 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const at:
               "addmv input tensors must have the same dtype, but got ", self.scalar_type(), ", ",
               mat.scalar_type(), ", and ", vec.scalar_type());
   Tensor m = at::meta::addmv(to_meta(self), to_meta(mat), to_meta(vec), beta, alpha);
-  check_not_bool(self, "addmv_impl_cpu");
+  check_not_bool(self, "addmv_impl_cpu", {&mat, &vec});
   return product("aten::addmv", {&self, &mat, &vec}, m, &beta, &alpha);
 }
 
@@ -675,7 +679,7 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
   // CPU's mv runs addmv with an output of vec's dtype; so does its message
   TORCH_CHECK(self.dtype() == vec.dtype(), "addmv input tensors must have the same dtype, but "
               "got ", vec.scalar_type(), ", ", self.scalar_type(), ", and ", vec.scalar_type());
-  check_not_bool(self, "addmv_impl_cpu");
+  check_not_bool(self, "addmv_impl_cpu", {&self, &vec});
   return product("aten::mv", {&self, &vec}, at::mv(to_meta(self), to_meta(vec)), nullptr, nullptr);
 }
 

@@ -9,6 +9,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include "common.h"
+#include "layout.h"
 #include "dtype_check.h"
 #include "glue.h"
 #include <ATen/WrapDimUtils.h>
@@ -105,7 +106,9 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTens
   for (const Tensor* t : ts) a.tensor(*t);
   a.scalar(momentum, cd, dev.index());
   a.scalar(eps, cd, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), training, hw, hb, hr}, outs);
+  // y in the input's memory format (channels_last stays so), as on CPU.
+  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(cd), training, hw, hb, hr}, outs,
+                  format_of(input), 1);
   if (training && hr) {
     assign_result(*running_mean, new_mean, op);
     assign_result(*running_var, new_var, op);
@@ -148,7 +151,8 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
   a.tensor(*var);
   at::ScalarType cd = accumulator(input.scalar_type());
   a.scalar(eps, cd, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), train, hw, mask[0], mask[1], mask[2]}, outs);
+  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(cd), train, hw, mask[0], mask[1], mask[2]},
+                  outs, format_of(input), mask[0] ? 1 : 0);
   return {r[0], r[1], r[2]};
 }
 
@@ -199,9 +203,9 @@ std::tuple<Tensor, Tensor, Tensor> group_norm(const Tensor& input, const OptTens
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
   a.scalar(eps, cd, dev.index());
-  run_op(op, dev.index(), a,
-         {to_tpj_dtype(cd), N.expect_int(), C.expect_int(), HxW.expect_int(), group, hw, hb},
-         {y, mean, rstd});
+  run_op_laid_out(op, dev.index(), a,
+                  {to_tpj_dtype(cd), N.expect_int(), C.expect_int(), HxW.expect_int(), group, hw, hb},
+                  {y, mean, rstd}, format_of(input), 1);
   return {y, mean, rstd};
 }
 
@@ -234,10 +238,10 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(
   }
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
-  run_op(op, dev.index(), a,
-         {to_tpj_dtype(accumulator(input.scalar_type())), N.expect_int(), C.expect_int(),
-          HxW.expect_int(), group, hw, r[0].defined(), r[1].defined(), r[2].defined()},
-         outs);
+  run_op_laid_out(op, dev.index(), a,
+                  {to_tpj_dtype(accumulator(input.scalar_type())), N.expect_int(), C.expect_int(),
+                   HxW.expect_int(), group, hw, r[0].defined(), r[1].defined(), r[2].defined()},
+                  outs, format_of(input), r[0].defined() ? 1 : 0);
   return {r[0], r[1], r[2]};
 }
 }  // namespace

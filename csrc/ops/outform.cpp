@@ -63,6 +63,10 @@ struct Plan {
   std::vector<size_t> outs;                       // out argument positions
   std::vector<size_t> ins;                        // the functional's arguments
   bool pointwise = false;
+  // A cast of the functional result into out is exact: pointwise ops, and
+  // ops that only move values (cat: FSDP2's _chunk_cat writes bf16
+  // gradients into its f32 reduce-scatter buffer through cat.out).
+  bool cast_exact = false;
 };
 
 bool plain_tensor(const c10::TypePtr& t) { return t->kind() == c10::TypeKind::TensorType; }
@@ -104,6 +108,7 @@ Plan make_plan(const c10::OperatorHandle& op) {
     if (!same) continue;
     p.functional = *h;
     p.pointwise = op.hasTag(at::Tag::pointwise);
+    p.cast_exact = p.pointwise || op.schema().name() == "aten::cat";
     return p;
   }
   return p;
@@ -242,7 +247,7 @@ bool try_native_out_form(const c10::OperatorHandle& op, torch::jit::Stack* stack
 
   // Anything that would not be exact goes to CPU before a byte is written.
   for (size_t k = 0; k < outs.size(); k++) {
-    if (results[k].scalar_type() != outs[k].scalar_type() && !p.pointwise) return false;
+    if (results[k].scalar_type() != outs[k].scalar_type() && !p.cast_exact) return false;
     if (!shaped.empty() && shaped[k].sizes() != results[k].sizes()) return false;
   }
 

@@ -26,6 +26,7 @@
 #include "storage_dtypes.h"
 #include "inplace.h"
 #include "glue.h"
+#include "layout.h"
 #include <ATen/MetaFunctions.h>
 #include <string>
 #include <ATen/WrapDimUtils.h>
@@ -139,7 +140,7 @@ at::Tensor binary(const char* op, const at::Tensor& self, const at::Tensor& othe
     run_op_in_place(op, dev.index(), a, attrs, self);
     return self;
   }
-  run_op(op, dev.index(), a, attrs, {out});
+  run_pointwise(op, dev.index(), a, attrs, {out});
   return out;
 }
 
@@ -170,7 +171,7 @@ at::Tensor unary(const char* op, const at::Tensor& self, UKind kind,
   }
   at::Tensor out = new_output(self.sizes(), out_dtype, self.device());
   a.tensor(self);
-  run_op(op, self.device().index(), a, {to_tpj_dtype(compute)}, {out});
+  run_pointwise(op, self.device().index(), a, {to_tpj_dtype(compute)}, {out});
   return out;
 }
 
@@ -191,7 +192,7 @@ at::Tensor where(const at::Tensor& cond, const at::Tensor& self, const at::Tenso
   add_operand(a, cond, dev.index());
   add_operand(a, self, dev.index());
   add_operand(a, other, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(dtype)}, {out});
+  run_pointwise(op, dev.index(), a, {to_tpj_dtype(dtype)}, {out});
   return out;
 }
 
@@ -220,7 +221,7 @@ at::Tensor addc(const char* op, const at::Tensor& self, const at::Tensor& t1, co
   add_operand(a, t1, dev.index());
   add_operand(a, t2, dev.index());
   a.scalar(value, dtype, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(dtype)}, {out});
+  run_pointwise(op, dev.index(), a, {to_tpj_dtype(dtype)}, {out});
   return out;
 }
 
@@ -245,7 +246,10 @@ at::Tensor lerp(const char* op, const at::Tensor& self, const at::Tensor& end,
   add_operand(a, self, dev.index());
   add_operand(a, end, dev.index());
   add_operand(a, weight, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(self.scalar_type())}, {out});
+  // lerp.Scalar's weight is a parameter of CPU's kernel, not an operand of
+  // its TensorIterator: it does not count toward the output's layout.
+  if (wrapped) --a.cpu_scalar_operands;
+  run_pointwise(op, dev.index(), a, {to_tpj_dtype(self.scalar_type())}, {out});
   return out;
 }
 
@@ -260,8 +264,8 @@ void assign(const at::Tensor& dst, const at::Tensor& result, const char* op) {
   TORCH_CHECK(dst.device() == result.device(), op, ": expected the output on ", result.device(),
               ", got ", dst.device());
   if (dst.numel() == 0) return;
-  if (covers_storage(dst) && dst.scalar_type() == result.scalar_type()) {
-    tpj_box_set_buffer(box_of(dst), buffer_of(result).release());
+  if (same_memory_layout(dst, result)) {
+    tpj_box_set_buffer(box_for_write(dst), buffer_of(result).release());
   } else {
     write_view(dst, result);  // converts to dst's dtype on the device
   }
@@ -282,7 +286,12 @@ at::Tensor& assign_unless_self(at::Tensor& dst, const at::Tensor& result, const 
 }
 
 at::Tensor& out_form(at::Tensor& out, const at::Tensor& result, const char* op) {
-  at::native::resize_output(out, result.sizes());
+  // An out= that had to be resized takes the result's layout, as
+  // TensorIterator restrides an out it resizes; one of the right shape
+  // keeps its own strides.
+  if (at::native::resize_output(out, result.sizes()) && !result.is_contiguous() &&
+      out.numel() == result.numel())
+    out.as_strided_(result.sizes(), result.strides());
   assign(out, result, op);
   return out;
 }
@@ -475,10 +484,9 @@ Tensor pointwise(const char* op, std::initializer_list<const Tensor*> ts, Scalar
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
   Tensor out = at::empty(sizes, at::TensorOptions().dtype(result).device(dev));
-  if (out.numel() == 0) return out;
   OpArgs a;
   for (const Tensor* t : ts) add_operand(a, *t, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(compute)}, {out});
+  run_pointwise(op, dev.index(), a, {to_tpj_dtype(compute)}, {out});
   return out;
 }
 
@@ -598,11 +606,9 @@ std::tuple<Tensor, Tensor> frexp(const Tensor& self) {
   c10::DeviceGuard guard(self.device());
   Tensor man = at::empty(self.sizes(), self.options().dtype(it));
   Tensor ex = at::empty(self.sizes(), self.options().dtype(at::kInt));
-  if (self.numel() > 0) {
-    OpArgs a;
-    a.tensor(self.view(it));
-    run_op(op, self.device().index(), a, {to_tpj_dtype(t)}, {man, ex});
-  }
+  OpArgs a;
+  a.tensor(self.view(it));
+  run_pointwise(op, self.device().index(), a, {to_tpj_dtype(t)}, {man, ex});
   return {man.view(t), ex};
 }
 }  // namespace
@@ -703,7 +709,7 @@ Tensor gcd_like(const Tensor& a, const Tensor& b) {
                               "\" not implemented for '", t, "'");
   Tensor m = at::empty(at::infer_size(a.sizes(), b.sizes()),
                        at::TensorOptions().dtype(t).device(at::kMeta));
-  return run_outs(kOp, {&a, &b}, {m}, {})[0];
+  return run_outs(kOp, {&a, &b}, {m}, {}, /*pointwise=*/true)[0];
 }
 
 constexpr char kGcd[] = "aten::gcd";
@@ -737,10 +743,10 @@ using at::Tensor;
 Tensor clamp_op(const Tensor& self, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
   Tensor m = at::meta::clamp(to_meta(self), lo, hi);
   std::vector<int64_t> attrs{to_tpj_dtype(m.scalar_type()), lo.has_value(), hi.has_value()};
-  if (lo && hi) return run_like("aten::clamp", {&self}, m, attrs, {&*lo, &*hi});
-  if (lo) return run_like("aten::clamp", {&self}, m, attrs, {&*lo});
-  if (hi) return run_like("aten::clamp", {&self}, m, attrs, {&*hi});
-  return run_like("aten::clamp", {&self}, m, attrs);
+  if (lo && hi) return run_like("aten::clamp", {&self}, m, attrs, {&*lo, &*hi}, nullptr, true);
+  if (lo) return run_like("aten::clamp", {&self}, m, attrs, {&*lo}, nullptr, true);
+  if (hi) return run_like("aten::clamp", {&self}, m, attrs, {&*hi}, nullptr, true);
+  return run_like("aten::clamp", {&self}, m, attrs, {}, nullptr, true);
 }
 
 void check_mask(const Tensor& self, const Tensor& mask) {

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "common.h"
+#include "layout.h"
 #include "forms.h"
 
 namespace torch_pjrt {
@@ -58,7 +59,7 @@ Tensor run_ew(const char* op, std::initializer_list<const Tensor*> ts, ScalarTyp
   for (const auto& s : scalars) a.scalar(s.first, s.second, dev.index());
   std::vector<int64_t> attrs{to_tpj_dtype(compute)};
   attrs.insert(attrs.end(), extra.begin(), extra.end());
-  run_op(op, dev.index(), a, attrs, {out});
+  run_pointwise(op, dev.index(), a, attrs, {out});
   return out;
 }
 
@@ -116,6 +117,10 @@ Tensor isneginf(const Tensor& x) {
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
                   std::optional<double> neginf) {
   ScalarType t = x.scalar_type();
+  // Complex: CPU replaces in the real and imaginary parts alike.
+  if (x.is_complex())
+    return at::view_as_complex(  // (the parentheses: ours, not at::nan_to_num by ADL)
+        (nan_to_num)(at::view_as_real(x.resolve_conj()), nan, posinf, neginf));
   double n = 0, p = 0, m = 0;
   if (c10::isFloatingType(t)) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, t, "nan_to_num", [&] {
@@ -126,7 +131,6 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<doub
           neginf.value_or(static_cast<double>(std::numeric_limits<scalar_t>::lowest()))));
     });
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(!x.is_complex(), "nan_to_num: complex tensors are not supported on tpu");
   return run_ew("aten::nan_to_num", {&x}, t, t, {}, {{Scalar(n), t}, {Scalar(p), t}, {Scalar(m), t}});
 }
 

@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "common.h"
+#include "layout.h"
 #include "dtype_check.h"
 #include <ATen/native/Resize.h>
 #include <cstdlib>
@@ -30,9 +31,12 @@ std::vector<int64_t> expand(IntArrayRef v, IntArrayRef dflt, size_t n) {
   return r;
 }
 
-// Runs op on the tpu tensors ts into new tensors shaped like metas.
+// Runs op on the tpu tensors ts into new tensors shaped like metas, laid
+// out in self's memory format (channels_last stays channels_last), as CPU's
+// pooling kernels and their backward lay out theirs.
 std::vector<Tensor> run_pool(const char* op, std::initializer_list<const Tensor*> ts,
-                             std::initializer_list<const Tensor*> metas, std::vector<int64_t> attrs) {
+                             std::initializer_list<const Tensor*> metas, std::vector<int64_t> attrs,
+                             const Tensor& self) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
@@ -40,7 +44,7 @@ std::vector<Tensor> run_pool(const char* op, std::initializer_list<const Tensor*
   for (const Tensor* m : metas) outs.push_back(at::empty(m->sizes(), m->options().device(dev)));
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
-  run_op(op, dev.index(), a, attrs, outs);
+  run_op_laid_out(op, dev.index(), a, attrs, outs, format_of(self), ~0u);
   return outs;
 }
 
@@ -60,13 +64,13 @@ std::tuple<Tensor, Tensor> max_pool3d_tpu(const Tensor& self, IntArrayRef k, Int
   auto [m0, m1] = at::max_pool3d_with_indices(to_meta(self), k, s, p, d, ceil_mode);
   at::ScalarType t = self.scalar_type();
   check_cpu_dtype(t != at::kBool && !c10::isComplexType(t), t, "max_pool3d");
-  auto r = run_pool("aten::max_pool3d_with_indices", {&self}, {&m0, &m1}, max_attrs(k, s, p, d));
+  auto r = run_pool("aten::max_pool3d_with_indices", {&self}, {&m0, &m1}, max_attrs(k, s, p, d), self);
   return {r[0], r[1]};
 }
 
 Tensor max_pool_backward(const char* op, const Tensor& grad, const Tensor& self,
                          const Tensor& indices, int64_t nsp) {
-  auto r = run_pool(op, {&grad, &indices}, {&self}, {cdtype(self), nsp});
+  auto r = run_pool(op, {&grad, &indices}, {&self}, {cdtype(self), nsp}, self);
   return r[0];
 }
 
@@ -110,7 +114,7 @@ Tensor avg_pool3d_tpu(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArray
     dtype_fallback(op, self.scalar_type());
     return at::avg_pool3d(self.cpu(), k, s, p, ceil_mode, cip, div).to(self.device());
   }
-  return run_pool(op, {&self}, {&m}, avg_attrs(self, k, s, p, cip, div))[0];
+  return run_pool(op, {&self}, {&m}, avg_attrs(self, k, s, p, cip, div), self)[0];
 }
 
 Tensor avg_pool3d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayRef k, IntArrayRef s,
@@ -123,7 +127,7 @@ Tensor avg_pool3d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
     return at::avg_pool3d_backward(grad.cpu(), self.cpu(), k, s, p, ceil_mode, cip, div)
         .to(self.device());
   }
-  return run_pool(op, {&grad}, {&m}, avg_attrs(self, k, s, p, cip, div))[0];
+  return run_pool(op, {&grad}, {&m}, avg_attrs(self, k, s, p, cip, div), self)[0];
 }
 
 // ---- adaptive pooling -----------------------------------------------------------
@@ -131,14 +135,14 @@ Tensor avg_pool3d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
 std::tuple<Tensor, Tensor> adaptive_max2d(const Tensor& self, IntArrayRef size) {
   check_floating_dtype(self, "adaptive_max_pool2d");
   auto [m0, m1] = at::meta::adaptive_max_pool2d(to_meta(self), size);
-  auto r = run_pool("aten::adaptive_max_pool2d", {&self}, {&m0, &m1}, {2});
+  auto r = run_pool("aten::adaptive_max_pool2d", {&self}, {&m0, &m1}, {2}, self);
   return {r[0], r[1]};
 }
 
 std::tuple<Tensor, Tensor> adaptive_max3d(const Tensor& self, IntArrayRef size) {
   check_floating_dtype(self, "adaptive_max_pool3d_cpu");
   auto [m0, m1] = at::meta::adaptive_max_pool3d(to_meta(self), size);
-  auto r = run_pool("aten::adaptive_max_pool3d", {&self}, {&m0, &m1}, {3});
+  auto r = run_pool("aten::adaptive_max_pool3d", {&self}, {&m0, &m1}, {3}, self);
   return {r[0], r[1]};
 }
 
@@ -157,13 +161,13 @@ Tensor adaptive_max3d_backward(const Tensor& grad, const Tensor& self, const Ten
 Tensor adaptive_avg3d(const Tensor& self, c10::SymIntArrayRef size) {
   check_floating_dtype(self, "adaptive_avg_pool3d_cpu");
   Tensor m = at::_adaptive_avg_pool3d_symint(to_meta(self), size);
-  return run_pool("aten::_adaptive_avg_pool3d", {&self}, {&m}, {cdtype(self), 3})[0];
+  return run_pool("aten::_adaptive_avg_pool3d", {&self}, {&m}, {cdtype(self), 3}, self)[0];
 }
 
 Tensor adaptive_avg3d_backward(const Tensor& grad, const Tensor& self) {
   check_floating_dtype(self, "adaptive_avg_pool3d_backward_cpu");
   Tensor m = at::_adaptive_avg_pool3d_backward(to_meta(grad), to_meta(self));
-  return run_pool("aten::_adaptive_avg_pool3d_backward", {&grad}, {&m}, {cdtype(self), 3})[0];
+  return run_pool("aten::_adaptive_avg_pool3d_backward", {&grad}, {&m}, {cdtype(self), 3}, self)[0];
 }
 
 }  // namespace
@@ -228,7 +232,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_tpu(const Tensor& self, IntAr
        d = pair(dilation, {1});
   OpArgs a;
   a.tensor(self);
-  run_op(op, dev.index(), a, {k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]}, {v, idx});
+  run_op_laid_out(op, dev.index(), a, {k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]}, {v, idx},
+                  format_of(self), ~0u);
   return {v, idx};
 }
 
@@ -253,7 +258,8 @@ Tensor max_pool2d_with_indices_backward_tpu(const Tensor& grad, const Tensor& se
   OpArgs a;
   a.tensor(grad);
   a.tensor(indices);
-  run_op(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
+  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out},
+                  format_of(self), 1);
   return out;
 }
 
@@ -285,8 +291,9 @@ Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   OpArgs a;
   a.tensor(self);
-  run_op(op, dev.index(), a,
-         avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override), {out});
+  run_op_laid_out(op, dev.index(), a,
+                  avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override),
+                  {out}, format_of(self), 1);
   return out;
 }
 
@@ -308,8 +315,9 @@ Tensor avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   OpArgs a;
   a.tensor(grad);
-  run_op(op, dev.index(), a,
-         avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override), {out});
+  run_op_laid_out(op, dev.index(), a,
+                  avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override),
+                  {out}, format_of(self), 1);
   return out;
 }
 
@@ -323,7 +331,8 @@ Tensor adaptive_avg_pool2d_tpu(const Tensor& self, c10::SymIntArrayRef output_si
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   OpArgs a;
   a.tensor(self);
-  run_op(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
+  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out},
+                  format_of(self), 1);
   return out;
 }
 
@@ -338,7 +347,8 @@ Tensor adaptive_avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self) 
   Tensor out = at::empty(self.sizes(), grad.options());
   OpArgs a;
   a.tensor(grad);
-  run_op(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
+  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out},
+                  format_of(self), 1);
   return out;
 }
 }  // namespace

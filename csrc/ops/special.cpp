@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common.h"
+#include "layout.h"
 #include "forms.h"
 #include "glue.h"
 #include <ATen/MetaFunctions.h>
@@ -57,7 +58,7 @@ Tensor run_special(const char* op, const Tensor& meta, std::initializer_list<con
   ScalarType t = meta.scalar_type();
   std::vector<int64_t> attrs{to_tpj_dtype(exact_dtype ? t : accumulator(t))};
   attrs.insert(attrs.end(), extra.begin(), extra.end());
-  run_op(op, dev.index(), a, attrs, {out});
+  run_pointwise(op, dev.index(), a, attrs, {out});
   return out;
 }
 
@@ -274,16 +275,16 @@ Tensor logit(const Tensor& x, std::optional<double> eps) {
   // CPU computes half logit in half (each step rounded), bfloat16 in float
   at::ScalarType cd = m.scalar_type() == at::kHalf ? at::kHalf : accumulator(m.scalar_type());
   std::vector<int64_t> attrs{to_tpj_dtype(cd), he};
-  if (he) return run_meta("aten::logit", {&x}, m, attrs, {*eps}, m.scalar_type());
-  return run_meta("aten::logit", {&x}, m, attrs);
+  if (he) return run_meta("aten::logit", {&x}, m, attrs, {*eps}, m.scalar_type(), true);
+  return run_meta("aten::logit", {&x}, m, attrs, {}, at::kFloat, true);
 }
 
 Tensor logit_backward(const Tensor& g, const Tensor& x, std::optional<double> eps) {
   Tensor m = at::meta::logit_backward(to_meta(g), to_meta(x), eps);
   bool he = eps && *eps >= 0;
   std::vector<int64_t> attrs{acc_dtype(m.scalar_type()), he};
-  if (he) return run_meta("aten::logit_backward", {&g, &x}, m, attrs, {*eps}, m.scalar_type());
-  return run_meta("aten::logit_backward", {&g, &x}, m, attrs);
+  if (he) return run_meta("aten::logit_backward", {&g, &x}, m, attrs, {*eps}, m.scalar_type(), true);
+  return run_meta("aten::logit_backward", {&g, &x}, m, attrs, {}, at::kFloat, true);
 }
 }  // namespace
 }  // namespace torch_pjrt
@@ -326,7 +327,7 @@ Tensor igamma_impl(const Tensor& a, const Tensor& x, bool upper) {
   OpArgs args;
   add_operand(args, a, dev.index());
   add_operand(args, x, dev.index());
-  run_op(op, dev.index(), args, {to_tpj_dtype(accumulator(t)), upper ? 1 : 0}, {out});
+  run_pointwise(op, dev.index(), args, {to_tpj_dtype(accumulator(t)), upper ? 1 : 0}, {out});
   return out;
 }
 

@@ -87,6 +87,7 @@ _tensor_str_mod._tensor_str = _tensor_str_on_cpu
 from .bucketing import bucket_size, pad_to_bucket  # noqa: E402,F401
 from . import _exit  # noqa: E402,F401  (drains autograd workers at exit)
 from . import _foreach  # noqa: E402,F401  (eager foreach ops, one launch each)
+from . import distributed  # noqa: E402,F401  (registers the c10d backend "pjrt")
 
 __version__ = "0.1.0"
 

@@ -35,6 +35,11 @@ def _info() -> int:
             print(f"         memory unknown ({e})")
     if torch.accelerator.is_available():
         print(f"accelerator      {torch.accelerator.current_accelerator()}")
+    if torch.distributed.is_available():
+        from torch_pjrt import distributed
+
+        print(f"distributed      c10d backend \"{distributed.BACKEND}\", transport "
+              f"{distributed.transport_for(d['platform'])}")
     return 0
 
 

@@ -353,7 +353,9 @@ def _merge_host_copies(gm: torch.fx.GraphModule) -> None:
 # Ops that only copy, move or view a constant: evaluated once at compile
 # time when every tensor they read is a constant of the graph. Other pure
 # ops of constants are folded too while their result is small
-# (_FOLD_MAX_NUMEL); factories without inputs only when named here.
+# (_FOLD_MAX_NUMEL); factories without inputs only when named here and
+# made on the CPU (a device factory is cheap in the graph, and folding it
+# would keep its memory between runs).
 _FOLDABLE = {"lift_fresh_copy", "lift_fresh", "_to_copy", "clone", "detach", "alias", "view",
              "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand", "t", "permute",
              "transpose", "slice", "select", "_to_dense"}
@@ -375,8 +377,8 @@ def _foldable(node: torch.fx.Node, consts: dict) -> bool:
     schema = target._schema
     if schema.is_mutable or torch.Tag.nondeterministic_seeded in target.tags:
         return False
-    if not flat and base not in _FOLD_FACTORIES:
-        return False
+    if not flat and (base not in _FOLD_FACTORIES or _on_tpu(node)):
+        return False  # a factory on the device stays in the graph: no memory kept
     val = node.meta.get("val")
     return isinstance(val, torch.Tensor) and val.numel() <= _FOLD_MAX_NUMEL
 

@@ -841,6 +841,10 @@ def markdown(doc: dict) -> str:
                          f"{c.get('skipped', 0)} | {c.get('xfailed', 0)} |")
         if dg.get("notes"):
             lines += ["", dg["notes"]]
+    pinned = os.path.join(ROOT, "docs", "coverage_pinned.md")
+    if os.path.exists(pinned):  # written by hand: where tpu keeps its own answer
+        with open(pinned) as f:
+            lines += ["", f.read().strip()]
     lines += ["", native_section(), ""]
     return "\n".join(lines)
 

@@ -166,10 +166,11 @@ def get_rng_state(device: Any = "tpu") -> torch.Tensor:
 
 
 def set_rng_state(new_state: torch.Tensor, device: Any = "tpu") -> None:
-    """Restores a state from get_rng_state()."""
+    """Restores a state from get_rng_state(). The state may live on tpu
+    (DTensor's RNG tracker keeps its copy on the mesh's device)."""
     idx = _index(device)
     _C._check_device(idx)
-    _ops().set_state(idx, new_state.clone(memory_format=torch.contiguous_format))
+    _ops().set_state(idx, new_state.detach().to("cpu").clone(memory_format=torch.contiguous_format))
 
 
 def get_rng_state_all() -> list[torch.Tensor]:

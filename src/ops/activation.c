@@ -502,7 +502,7 @@ void tpj_lower_gelu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     cdf = TPJ_MUL(tpj_c(b, x.dtype, 0.5, &x), TPJ_ADD(tpj_c(b, x.dtype, 1.0, &x),
                                                        tpj_gelu_tanh_inner(b, x)));
   } else {
-    tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "chlo.erf", TPJ_MUL(x, tpj_c(b, x.dtype, kSqrt1_2, &x)));
+    tpj_hlo_value_t e = tpj_ops_erf(b, TPJ_MUL(x, tpj_c(b, x.dtype, kSqrt1_2, &x)));
     cdf = TPJ_MUL(tpj_c(b, x.dtype, 0.5, &x), TPJ_ADD(tpj_c(b, x.dtype, 1.0, &x), e));
   }
   results[0] = tpj_hlo_emit_convert(b, TPJ_MUL(x, cdf), ctx->outs[0].dtype);
@@ -530,7 +530,7 @@ void tpj_lower_gelu_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     d = TPJ_ADD(left, right);
   } else {
     /* Phi(x) + x phi(x) */
-    tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "chlo.erf", TPJ_MUL(x, tpj_c(b, cd, kSqrt1_2, &x)));
+    tpj_hlo_value_t e = tpj_ops_erf(b, TPJ_MUL(x, tpj_c(b, cd, kSqrt1_2, &x)));
     tpj_hlo_value_t cdf = TPJ_MUL(tpj_c(b, cd, 0.5, &x), TPJ_ADD(tpj_c(b, cd, 1.0, &x), e));
     tpj_hlo_value_t pdf = TPJ_MUL(tpj_c(b, cd, kInvSqrt2Pi, &x),
                                   tpj_hlo_emit_unary(b, "stablehlo.exponential",

@@ -39,10 +39,21 @@ typedef struct {
 const tpj_op_def_t* tpj_ops_lookup(const char* name);
 int tpj_ops_count(void);
 const tpj_op_def_t* tpj_ops_at(int i);
+/* The op's position in the table (tpj_ops_at), or -1. */
+int tpj_ops_index(const char* name);
+
+/* tpj::laid_out: another table op whose chosen outputs come out transposed
+ * into a memory order (an output PyTorch lays out channels_last, say), in
+ * the same program. attrs: {op's index (tpj_ops_index), mask of the outputs
+ * to transpose, ndim, perm[ndim], the op's own attrs...}; those outputs'
+ * types are the transposed ones: dims[k] = logical dims[perm[k]]. */
+void tpj_lower_laid_out(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 /* Helpers shared by lowerings: convert x to dt and broadcast it to dims. */
 tpj_hlo_value_t tpj_ops_cast_to(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t dt,
                                 const int64_t* dims, int ndim);
+/* erf of a floating value, rounded as CPU's (ops/pointwise.c) */
+tpj_hlo_value_t tpj_ops_erf(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
 
 /* Per-family lowering functions, declared for the table in table.c. */
 void tpj_lower_add_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
@@ -52,6 +63,7 @@ void tpj_lower_div_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_maximum(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_minimum(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_pow(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_pow_scalar(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_exp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_log(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_sin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

@@ -88,7 +88,61 @@ TPJ_BINARY(tpj_lower_add_tensor, "stablehlo.add", "stablehlo.or")
 TPJ_BINARY(tpj_lower_mul_tensor, "stablehlo.multiply", "stablehlo.and")
 TPJ_BINARY(tpj_lower_sub_tensor, "stablehlo.subtract", NULL)
 TPJ_BINARY(tpj_lower_div_tensor, "stablehlo.divide", NULL)
-TPJ_BINARY(tpj_lower_pow, "stablehlo.power", NULL)
+
+/* Integer x^e as CPU's powi: square-and-multiply over every bit of e, each
+ * product wrapping modulo 2^bits (XLA's integer power looks at only the
+ * low 6 bits of e, so 2^64 gave 1, and an odd base to a power >= 64 was
+ * wrong too). A negative e gives 1 for x = 1, +-1 for x = -1 by e's
+ * parity, else 0. */
+static tpj_hlo_value_t tpj_pow_int(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t e) {
+  int width = (int)tpj_dtype_size(x.dtype) * 8;
+  int is_unsigned = x.dtype == TPJ_U8;
+  tpj_hlo_value_t one = tpj_ops_const_like(b, x, 1.0), zero = tpj_ops_const_like(b, x, 0.0);
+  tpj_hlo_value_t r = one, base = x;
+  /* a non-negative signed e has width - 1 bits */
+  for (int i = 0; i < width - !is_unsigned; ++i) {
+    tpj_hlo_value_t bit = AND(tpj_hlo_emit_binary(b, "stablehlo.shift_right_logical", e,
+                                                  tpj_ops_const_like(b, e, (double)i)),
+                              one);
+    r = SEL(CMP(bit, zero, "NE"), MUL(r, base), r);
+    if (i + 1 < width - !is_unsigned) base = MUL(base, base);
+  }
+  if (is_unsigned) return r;
+  tpj_hlo_value_t minus_one = tpj_ops_const_like(b, x, -1.0);
+  tpj_hlo_value_t odd = CMP(AND(e, one), zero, "NE");
+  tpj_hlo_value_t neg = SEL(CMP(x, one, "EQ"), one,
+                            SEL(CMP(x, minus_one, "EQ"), SEL(odd, minus_one, one), zero));
+  return SEL(CMP(e, zero, "LT"), neg, r);
+}
+
+static void tpj_pow(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int scalar_exp) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 2, "pow")) return;
+  tpj_dtype_t cd = tpj_compute_dtype(ctx);
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], cd, o->dims, o->ndim);
+  tpj_hlo_value_t e = tpj_ops_cast_to(b, ctx->in[1], cd, o->dims, o->ndim);
+  tpj_hlo_value_t r;
+  if (tpj_dtype_is_int(cd)) {
+    r = tpj_pow_int(b, x, e);
+  } else {
+    r = tpj_hlo_emit_binary(b, "stablehlo.power", x, e);
+    /* CPU's pow(Tensor, Scalar) in float32, float64 and bfloat16 runs sqrt
+     * for an exponent of 0.5 and rsqrt for -0.5, which differ from pow at
+     * -inf (NaN, not inf) and -0 (-0 and -inf, not +0 and +inf). The
+     * exponent is a runtime scalar, so the choice is made per call. */
+    if (scalar_exp && (cd == TPJ_F32 || cd == TPJ_F64 || cd == TPJ_BF16)) {
+      r = SEL(CMP(e, tpj_ops_const_like(b, e, -0.5), "EQ"),
+              tpj_hlo_emit_unary(b, "stablehlo.rsqrt", x), r);
+      r = SEL(CMP(e, tpj_ops_const_like(b, e, 0.5), "EQ"),
+              tpj_hlo_emit_unary(b, "stablehlo.sqrt", x), r);
+    }
+  }
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
+}
+
+void tpj_lower_pow(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_pow(ctx, r, 0); }
+void tpj_lower_pow_scalar(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_pow(ctx, r, 1); }
 
 TPJ_UNARY(tpj_lower_exp, "stablehlo.exponential")
 TPJ_UNARY(tpj_lower_log, "stablehlo.log")
@@ -350,7 +404,28 @@ static void tpj_math_unary(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const ch
 #define TPJ_MATH_UNARY(fn, op) \
   void fn(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) { tpj_math_unary(ctx, r, op); }
 
-TPJ_MATH_UNARY(tpj_lower_erf, "chlo.erf")
+/* erf with float32 tails that reach +-1. XLA's float32 erf is one rational
+ * approximation over x clamped to [-4, 4] that never reaches +-1: erf(-10)
+ * + 1 was 1.8e-7, which every gelu (-1.8e-6 at -20, -inf at -inf where CPU
+ * gives NaN) and its backward inherited. From |x| = 3.9192059 on, the true
+ * erf rounds to +-1 in float32, so that is the result there. (Elsewhere
+ * XLA's erf is within 3 ulps. 1 - erfc(|x|) from |x| = 1 on is within 0.8
+ * ulp, but evaluates erf and erfc both: gelu's forward and backward took
+ * 1.7x as long.) float64's erf already reaches +-1. */
+tpj_hlo_value_t tpj_ops_erf(tpj_hlo_builder_t* b, tpj_hlo_value_t x) {
+  tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "chlo.erf", x);
+  if (x.dtype != TPJ_F32) return e;
+  tpj_hlo_value_t ax = tpj_hlo_emit_unary(b, "stablehlo.abs", x);
+  tpj_hlo_value_t one = tpj_hlo_emit_unary(b, "stablehlo.sign", x);
+  return SEL(CMP(ax, tpj_math_c(b, x, 3.9192059040069580), "GE"), one, e);
+}
+
+void tpj_lower_erf(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  if (!tpj_math_need(ctx, 1, 0, "erf")) return;
+  tpj_hlo_value_t x = tpj_math_in(ctx, 0, tpj_math_cd(ctx));
+  results[0] = tpj_math_done(ctx, tpj_ops_erf(ctx->b, x));
+}
+
 TPJ_MATH_UNARY(tpj_lower_erfc, "chlo.erfc")
 TPJ_MATH_UNARY(tpj_lower_erfinv, "chlo.erf_inv")
 TPJ_MATH_UNARY(tpj_lower_tan, "chlo.tan")

@@ -123,8 +123,12 @@ void tpj_lower_topk(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t x = at_least_1d(b, ctx->in[0]), v, i;
   int dim = (int)ctx->attrs[1];
   sort_with_indices(b, x, dim, (int)ctx->attrs[2], &v, &i);
-  v = narrow(b, v, dim, 0, ctx->attrs[0]);
-  i = narrow(b, i, dim, 0, ctx->attrs[0]);
+  /* a 0-d input's result is 0-d, its one element and index 0, for k = 0
+   * too: CPU's kernel returns it as for k = 1 (its output shape keeps the
+   * 0-d shape, so k cannot shrink it) */
+  int64_t k = ctx->in[0].ndim == 0 ? 1 : ctx->attrs[0];
+  v = narrow(b, v, dim, 0, k);
+  i = narrow(b, i, dim, 0, k);
   results[0] = tpj_hlo_emit_reshape(b, v, ctx->outs[0].dims, ctx->outs[0].ndim);
   results[1] = tpj_hlo_emit_reshape(b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
 }

@@ -270,7 +270,7 @@ static const tpj_op_def_t kOps[] = {
     {"aten::normal_", tpj_lower_normal},
     {"aten::polar", tpj_lower_polar},
     {"aten::polygamma", tpj_lower_polygamma},
-    {"aten::pow.Tensor_Scalar", tpj_lower_pow},
+    {"aten::pow.Tensor_Scalar", tpj_lower_pow_scalar},
     {"aten::pow.Tensor_Tensor", tpj_lower_pow},
     {"aten::prod.dim_int", tpj_lower_prod},
     {"aten::random_", tpj_lower_random},
@@ -396,6 +396,7 @@ static const tpj_op_def_t kOps[] = {
     {"tpj::complex_scan", tpj_lower_complex_scan},
     {"tpj::count_nonzero", tpj_lower_count_nonzero},
     {"tpj::full", tpj_lower_full},
+    {"tpj::laid_out", tpj_lower_laid_out},
     {"tpj::unique_consecutive_count", tpj_lower_unique_consecutive_count},
     {"tpj::view_copy", tpj_lower_view_copy},
     {"tpj::write_block", tpj_lower_write_block},
@@ -408,14 +409,16 @@ const tpj_op_def_t* tpj_ops_at(int i) {
   return (i >= 0 && i < tpj_ops_count()) ? &kOps[i] : NULL;
 }
 
-const tpj_op_def_t* tpj_ops_lookup(const char* name) {
+int tpj_ops_index(const char* name) {
   int lo = 0, hi = tpj_ops_count() - 1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
     int c = strcmp(name, kOps[mid].name);
-    if (c == 0) return &kOps[mid];
+    if (c == 0) return mid;
     if (c < 0) hi = mid - 1;
     else lo = mid + 1;
   }
-  return NULL;
+  return -1;
 }
+
+const tpj_op_def_t* tpj_ops_lookup(const char* name) { return tpj_ops_at(tpj_ops_index(name)); }

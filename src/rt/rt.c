@@ -62,11 +62,18 @@ struct tpj_rt {
   size_t npending, cap_pending;
   size_t prune_at;             /* npending at which the next launch prunes */
   tpj_status_t deferred;       /* first async failure seen while pruning */
+  struct tpj_rt_check* checks; /* device-side checks read at the next wait */
+  size_t nchecks, cap_checks;
   char inject_op[64];          /* testing: the next completion of this op fails */
   int track_done;              /* marks are alive: launches get done times (callbacks) */
   int tracing;                 /* the profiler is recording launches (trace below) */
   struct tpj_rt_trace_entry* trace;
   size_t ntrace, cap_trace;
+};
+
+struct tpj_rt_check {
+  tpj_rt_buffer_t* flag;       /* owned reference: 0-d bool, true = failed */
+  char* message;               /* owned */
 };
 
 struct tpj_rt_exe {
@@ -438,6 +445,11 @@ void tpj_rt_close(tpj_rt_t* rt) {
     free(rt->device_desc[i]);
   }
   tpj_status_free(rt->deferred);
+  for (size_t i = 0; i < rt->nchecks; ++i) {
+    tpj_rt_buffer_release(rt->checks[i].flag);
+    free(rt->checks[i].message);
+  }
+  free(rt->checks);
   free(rt->pending);
   for (size_t i = 0; i < rt->ntrace; ++i) tpj_rt_done_release(rt->trace[i].done);
   free(rt->trace);
@@ -1181,6 +1193,69 @@ tpj_status_t tpj_rt_execute_donated(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device,
                        op_name);
 }
 
+tpj_status_t tpj_rt_check_later(tpj_rt_t* rt, tpj_rt_buffer_t* flag, const char* message) {
+  if (!flag || !flag->pjrt || flag->dtype != TPJ_BOOL || flag->ndim != 0)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "a device-side check needs a 0-d bool buffer");
+  char* msg = strdup(message ? message : "a device-side check failed");
+  if (!msg) return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  pthread_mutex_lock(&rt->mu);
+  if (rt->nchecks == rt->cap_checks) {
+    size_t cap = rt->cap_checks ? 2 * rt->cap_checks : 16;
+    struct tpj_rt_check* c =
+        (struct tpj_rt_check*)realloc(rt->checks, cap * sizeof(*rt->checks));
+    if (!c) {
+      pthread_mutex_unlock(&rt->mu);
+      free(msg);
+      return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+    }
+    rt->checks = c;
+    rt->cap_checks = cap;
+  }
+  tpj_rt_buffer_retain(flag);
+  rt->checks[rt->nchecks].flag = flag;
+  rt->checks[rt->nchecks].message = msg;
+  rt->nchecks++;
+  pthread_mutex_unlock(&rt->mu);
+  return NULL;
+}
+
+/* Reads the checks on device (-1: all), taken out of the list; the first
+ * that failed (or could not be read) is returned unless *first is set. */
+static void tpj_rt_read_checks(tpj_rt_t* rt, int device, tpj_status_t* first) {
+  pthread_mutex_lock(&rt->mu);
+  size_t n = 0, keep = 0;
+  struct tpj_rt_check* mine = NULL;
+  for (size_t i = 0; i < rt->nchecks; ++i)
+    if (device < 0 || rt->checks[i].flag->device == device) n++;
+  if (n) mine = (struct tpj_rt_check*)malloc(n * sizeof(*mine));
+  n = 0;
+  for (size_t i = 0; i < rt->nchecks; ++i) {
+    struct tpj_rt_check c = rt->checks[i];
+    if ((device >= 0 && c.flag->device != device) || !mine) rt->checks[keep++] = c;
+    else mine[n++] = c;
+  }
+  rt->nchecks = keep;
+  pthread_mutex_unlock(&rt->mu);
+  const PJRT_Api* api = rt->api;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char bad = 0;
+    if (!*first) {
+      TPJ_ARGS(PJRT_Buffer_ToHostBuffer_Args, a);
+      a.src = (PJRT_Buffer*)mine[i].flag->pjrt;
+      a.dst = &bad;
+      a.dst_size = 1;
+      tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_Buffer_ToHostBuffer(&a),
+                                               "reading a device-side check");
+      if (!s) s = tpj_rt_event_await(api, a.event, "reading a device-side check");
+      if (s) *first = s;
+      else if (bad) *first = tpj_status_make(TPJ_OUT_OF_RANGE, "%s", mine[i].message);
+    }
+    tpj_rt_buffer_release(mine[i].flag);
+    free(mine[i].message);
+  }
+  free(mine);
+}
+
 /* Awaits (and drops) the pending entries on device (-1: all) and stream
  * (-1: all); returns the first failure, with the deferred one first. */
 static tpj_status_t tpj_rt_await_matching(tpj_rt_t* rt, int device, int64_t stream) {
@@ -1198,7 +1273,10 @@ static tpj_status_t tpj_rt_await_matching(tpj_rt_t* rt, int device, int64_t stre
   }
   rt->npending = keep;
   if (keep < 32) rt->prune_at = 64;
+  int has_checks = rt->nchecks > 0;
   pthread_mutex_unlock(&rt->mu);
+  /* after the launches: each flag is computed by then */
+  if (has_checks) tpj_rt_read_checks(rt, device, &first);
   tpj_rt_reap_drain();
   return first;
 }

@@ -144,6 +144,12 @@ tpj_status_t tpj_rt_execute_donating(tpj_rt_t* rt, tpj_rt_exe_t* exe, int device
 /* Waits for everything launched on device (-1: every device). Returns the
  * first asynchronous failure since the last synchronize, naming its op. */
 tpj_status_t tpj_rt_synchronize(tpj_rt_t* rt, int device);
+/* A device-side check: flag (a 0-d bool buffer a launch computes; retained
+ * here) is read at the next wait on its device -- synchronize, a copy to
+ * the host -- and when it is true that wait fails with message, as an
+ * asynchronous failure does (TPJ_OUT_OF_RANGE). A compiled graph's index
+ * bounds are checked this way: it cannot read its indices on the host. */
+tpj_status_t tpj_rt_check_later(tpj_rt_t* rt, tpj_rt_buffer_t* flag, const char* message);
 void tpj_rt_set_launch_blocking(tpj_rt_t* rt, int on);
 /* Testing hook (the CPU plugin has no way to make an execution fail after
  * its launch): the next completed execution named op reports a failure, as a

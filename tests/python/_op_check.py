@@ -35,3 +35,29 @@ class NativeOnly:
         if exc[0] is None:
             assert torch_pjrt.fallbacks() == {}, torch_pjrt.fallbacks()
         return False
+
+
+def same_as_cpu(fn, tol=None):
+    """fn(device) builds its inputs on that device and returns a tensor or a
+    list of tensors. On tpu it gives CPU's results (device, dtype, shape,
+    values within tol) natively, or raises CPU's exception type with CPU's
+    first line."""
+    try:
+        want = fn("cpu")
+    except Exception as e:  # noqa: BLE001 - the tpu run must raise the same
+        want_exc = (type(e), str(e).splitlines()[0])
+        e.__traceback__ = None
+    else:
+        want_exc = None
+    try:
+        with NativeOnly():
+            got = fn("tpu")
+    except Exception as e:  # noqa: BLE001 - compared with CPU's below
+        assert want_exc is not None, f"CPU gave a result, tpu raised {type(e).__name__}: {e}"
+        assert (type(e), str(e).splitlines()[0]) == want_exc, (type(e), str(e), want_exc)
+        return None
+    assert want_exc is None, f"CPU raised {want_exc}, tpu gave a result"
+    listed = isinstance(want, (list, tuple))
+    for a, w in zip(got if listed else [got], want if listed else [want]):
+        check_close(a, w, tol)
+    return got

@@ -436,3 +436,38 @@ def test_hf_models_with_constants_compile_whole(arch):
         got = torch.compile(m.to("tpu"), backend="tpu")(ids.to("tpu"))[0].cpu()
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert torch_pjrt.metrics()["graph_splits"] == 0
+
+
+@pytest.mark.parametrize("case", ["index_select", "embedding", "gather", "index"])
+def test_compiled_out_of_range_index_is_reported_at_the_next_wait(case):
+    # Issue 19, item 5: a compiled graph cannot read its indices on the host,
+    # so it computes a device-side check; a bad index fails the next wait
+    # (.cpu(), .item(), synchronize), as eager's async errors do, instead of
+    # XLA's silent clamp.
+    table = torch.arange(12.0).reshape(6, 2)
+    fns = {
+        "index_select": lambda t, i: t.index_select(0, i) * 2,
+        "embedding": lambda t, i: F.embedding(i, t) + 1,
+        "gather": lambda t, i: t.gather(0, i.view(-1, 1).expand(-1, 2)) - 1,
+        "index": lambda t, i: t[i] * 3,
+    }
+    f = torch.compile(fns[case], backend="tpu")
+    tt = table.to("tpu")
+    good = torch.tensor([0, 5, 2])
+    torch.testing.assert_close(f(tt, good.to("tpu")).cpu(), fns[case](table, good))
+    out = f(tt, torch.tensor([0, 6, 2]).to("tpu"))  # same graph, one index out of range
+    with pytest.raises(RuntimeError, match="out of (bounds|range).*device-side check"):
+        out.cpu()
+    # reported once; the next runs are fine again
+    torch.testing.assert_close(f(tt, good.to("tpu")).cpu(), fns[case](table, good))
+    torch.tpu.synchronize()
+
+
+def test_compiled_index_check_surfaces_at_synchronize():
+    f = torch.compile(lambda t, i: t.index_select(0, i), backend="tpu")
+    tt = torch.ones(4, 3, device="tpu")
+    f(tt, torch.tensor([1, 2], device="tpu")).cpu()
+    f(tt, torch.tensor([-1], device="tpu"))
+    with pytest.raises(RuntimeError, match="device-side check"):
+        torch.tpu.synchronize()
+    torch.tpu.synchronize()  # once

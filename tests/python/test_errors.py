@@ -228,3 +228,20 @@ def test_addr_out_on_another_device_raises():
     torch.addr(torch.zeros(2, 2, device="tpu"), torch.ones(2, device="tpu"),
                torch.tensor([1.0, 2.0], device="tpu"), out=out)
     torch.testing.assert_close(out.cpu(), torch.tensor([[1.0, 2.0], [1.0, 2.0]]))
+
+
+@pytest.mark.parametrize("case", ["mm_k0", "mm_m0", "bmm_k0", "mv_m0"])
+def test_empty_bool_products_return_like_cpu(case):
+    # CPU returns before its typed kernel when an operand is empty: no error.
+    B = torch.bool
+    fns = {
+        "mm_k0": (torch.mm, torch.ones(1, 0, dtype=B), torch.ones(0, 2, dtype=B)),
+        "mm_m0": (torch.mm, torch.ones(0, 3, dtype=B), torch.ones(3, 2, dtype=B)),
+        "bmm_k0": (torch.bmm, torch.ones(2, 1, 0, dtype=B), torch.ones(2, 0, 3, dtype=B)),
+        "mv_m0": (torch.mv, torch.ones(0, 2, dtype=B), torch.ones(2, dtype=B)),
+    }
+    fn, *args = fns[case]
+    want = fn(*args)
+    got = fn(*[a.to("tpu") for a in args])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert torch.equal(got.cpu(), want)

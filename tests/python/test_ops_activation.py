@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import torch_pjrt
 from conftest import dtype_id
 from conftest import assert_bitwise_equal, make
-from _op_check import NativeOnly, check_close
+from _op_check import NativeOnly, check_close, same_as_cpu
 import copy
 from test_ops_distance import check as check_grads  # noqa: F401 (shared helpers)
 
@@ -745,3 +745,48 @@ def test_gelu_refuses_an_unknown_approximation_as_cpu():
             fn(x)
         with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
             fn(x.to("tpu"))
+
+
+@pytest.mark.parametrize("dtype", list(TOL_GELU), ids=str)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_tails_like_cpu(dtype, approximate):
+    # erf's float32 tail stopped short of -1: gelu(-20) was -1.8e-6 (CPU:
+    # -0), gelu(-inf) -inf (CPU: NaN), its backward 8.9e-8 at -20 (CPU: 0)
+    x = torch.tensor([-INF, -30, -20, -10, -6, 0, 4, 10, NAN], dtype=dtype)
+    xc = x.clone().requires_grad_()
+    xt = x.to("tpu").requires_grad_()
+    with NativeOnly():
+        yt = F.gelu(xt, approximate=approximate)
+        yt.sum().backward()
+    yc = F.gelu(xc, approximate=approximate)
+    yc.sum().backward()
+    # absolute 1e-8 in the tails (the old errors were 5e-8 and more); float16
+    # one subnormal (its -3.5e-8 at -6 rounds to -6e-8; CPU's to -0)
+    tol = dict(rtol=TOL_GELU[dtype]["rtol"], atol=6e-8 if dtype == torch.float16 else 1e-8)
+    torch.testing.assert_close(yt.detach().cpu(), yc.detach(), equal_nan=True, **tol)
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("dtype", list(TOL_GELU), ids=str)
+def test_gelu_positive_inf_is_inf(dtype):
+    # Pinned (docs/COVERAGE.md): CPU's float64 and scalar paths give inf;
+    # its vectorised float32/half paths give NaN for contiguous inputs of
+    # three or more elements. The limit, x * Phi(x) -> inf, is ours.
+    with NativeOnly():
+        r = F.gelu(torch.full((5,), INF, dtype=dtype, device="tpu"))
+    assert torch.equal(r.cpu(), torch.full((5,), INF, dtype=dtype))
+    assert F.gelu(torch.full((1,), INF, dtype=dtype)).item() == INF
+
+
+# ---- issue 19 item 8: softmax of an empty integer tensor ----
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool], ids=str)
+@pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax, torch._safe_softmax],
+                         ids=["softmax", "log_softmax", "safe_softmax"])
+@pytest.mark.parametrize("shape,dim", [((0,), 0), ((3, 0), 0), ((3, 0), 1)], ids=str)
+def test_softmax_of_empty_integers_like_cpu(dtype, fn, shape, dim):
+    # CPU's kernels return an empty result (the input's dtype) before their
+    # dtype check; a non-empty integer input still raises CPU's error
+    same_as_cpu(lambda d: fn(torch.zeros(shape, dtype=dtype, device=d), dim))
+    same_as_cpu(lambda d: fn(torch.zeros(2, 3, dtype=dtype, device=d), dim))

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import torch_pjrt
 from conftest import dtype_id
 from conftest import assert_bitwise_equal, make
-from _op_check import NativeOnly, check_close
+from _op_check import NativeOnly, check_close, same_as_cpu
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -270,3 +270,40 @@ def test_int64_convolution_is_exact():
     assert torch.equal(r.cpu(), F.conv2d(x, w, b, stride=2, padding=1, groups=2))
     assert torch.equal(r1.cpu(), F.conv1d(x[:, :, 0], w[:, :, 0], groups=2, dilation=2))
     assert torch.equal(rt.cpu(), F.conv_transpose2d(x, wt, b[:3], stride=2, padding=1))
+
+
+# ---- issue 19 item 8: empty inputs ----
+
+
+@pytest.mark.parametrize("case", ["1d_pad", "1d_same", "2d_pad", "3d_pad", "1d_no_pad", "t2d"])
+def test_conv_zero_length_input_raises_like_cpu(case):
+    # CPU refuses an empty input unless its batch or channels are 0 (a 1-d
+    # convolution names its input as the 2-d one it runs); tpu returned values
+    def f(d):
+        z = lambda *s: torch.zeros(s, device=d)  # noqa: E731
+        return {"1d_pad": lambda: F.conv1d(z(1, 2, 0), z(3, 2, 1), padding=1),
+                "1d_same": lambda: F.conv1d(z(1, 2, 0), z(3, 2, 1), padding="same"),
+                "2d_pad": lambda: F.conv2d(z(1, 2, 0, 4), z(3, 2, 1, 1), padding=1),
+                "3d_pad": lambda: F.conv3d(z(1, 2, 0, 2, 2), z(3, 2, 1, 1, 1), padding=1),
+                "1d_no_pad": lambda: F.conv1d(z(1, 2, 0), z(3, 2, 1)),
+                "t2d": lambda: F.conv_transpose2d(z(1, 2, 0, 3), z(2, 3, 1, 1), padding=0)}[case]()
+    same_as_cpu(f)
+
+
+@pytest.mark.parametrize("case", ["2d", "2d_bias", "1d", "3d", "zero_batch"])
+def test_conv_zero_input_channels_or_batch_like_cpu(case):
+    # no input channels: CPU's (and the meta function's) output has 0
+    # channels; tpu gave (N, C_out, ...) of bias values
+    xs, ws = {"2d": ((1, 0, 4, 4), (3, 0, 2, 2)), "2d_bias": ((2, 0, 4, 4), (3, 0, 2, 2)),
+              "1d": ((2, 0, 4), (3, 0, 2)), "3d": ((1, 0, 3, 3, 3), (2, 0, 2, 2, 2)),
+              "zero_batch": ((0, 2, 4, 4), (3, 2, 2, 2))}[case]
+    conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(xs)]
+
+    def f(d):
+        x = torch.zeros(xs, device=d, requires_grad=True)
+        w = torch.ones(ws, device=d, requires_grad=True)
+        b = torch.ones(ws[0], device=d, requires_grad=True)
+        y = conv(x, w, b if case != "2d" else None)
+        y.sum().backward()
+        return [y, x.grad, w.grad] + ([b.grad] if case != "2d" else [])
+    same_as_cpu(f)

@@ -10,7 +10,7 @@ import torch
 
 import torch_pjrt
 from conftest import make
-from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
+from _op_check import CHECK_TOL, NativeOnly, check_close, same_as_cpu  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -550,3 +550,78 @@ def test_take_masked_scatter_errors_like_cpu():
     with pytest.raises(RuntimeError, match="Number of elements of source < number of ones in mask"):
         x.masked_scatter_(T(torch.tensor([True, False, True])), T(torch.ones(1)))
     assert torch.equal(x.cpu(), torch.zeros(3))
+
+
+# ---- issue 19 item 8: empty index and empty results ----
+
+L = torch.long
+
+
+@pytest.mark.parametrize("case", ["dim0", "dim1", "inplace", "empty_self", "vector"])
+def test_index_add_with_an_empty_index_like_cpu(case):
+    # the meta function selected element 0 of the empty source: IndexError
+    def f(d):
+        e = torch.tensor([], dtype=L, device=d)
+        if case == "dim0":
+            return torch.ones(3, 4, device=d).index_add(0, e, torch.zeros(0, 4, device=d))
+        if case == "dim1":
+            return torch.ones(3, 4, device=d).index_add(1, e, torch.zeros(3, 0, device=d), alpha=2)
+        if case == "inplace":
+            return torch.ones(3, 4, device=d).index_add_(0, e, torch.zeros(0, 4, device=d))
+        if case == "empty_self":  # CPU adds nothing and checks no index
+            return torch.ones(0, 4, device=d).index_add(0, torch.tensor([0], device=d),
+                                                       torch.ones(1, 4, device=d))
+        return torch.ones(3, device=d).index_add(0, e, torch.zeros(0, device=d))
+    same_as_cpu(f)
+
+
+@pytest.mark.parametrize("src", [(0, 5), (2, 4)], ids=str)
+def test_index_add_empty_index_errors_like_cpu(src):
+    same_as_cpu(lambda d: torch.ones(3, 4, device=d).index_add(
+        0, torch.tensor([], dtype=L, device=d), torch.zeros(src, device=d)))
+
+
+def test_index_add_empty_index_backward():
+    def f(d):
+        x = torch.ones(3, 4, device=d, requires_grad=True)
+        s = torch.ones(0, 4, device=d, requires_grad=True)
+        x.index_add(0, torch.tensor([], dtype=L, device=d), s).sum().backward()
+        return [x.grad, s.grad]
+    same_as_cpu(f)
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_advanced_index_with_an_empty_result_like_cpu(case):
+    def f(d):
+        x = torch.arange(6.0, device=d).reshape(2, 3)
+        e = torch.tensor([], dtype=L, device=d)
+        return [lambda: x[e], lambda: x[:, e], lambda: x[e, e], lambda: x[e, 1:],
+                lambda: x[torch.zeros(2, 3, dtype=torch.bool, device=d)],
+                lambda: torch.zeros(3, 0, device=d)[torch.tensor([0, 1], device=d)],
+                lambda: torch.zeros(0, 3, device=d)[e], lambda: x[torch.zeros(2, 0, dtype=L, device=d)],
+                lambda: torch.tensor(1.5, device=d)[torch.tensor(False, device=d)]][case]()
+    same_as_cpu(f)
+
+
+def test_nonzero_strides_like_cpu():
+    # CPU's result is (n, ndim) with strides (1, n) (found by tools/fuzz).
+    for x in (torch.tensor([[1.0, 0.0, 2.0]]), torch.tensor([[0, 3], [4, 0], [5, 6]]),
+              torch.zeros(2, 3), torch.tensor([1, 0, 1, 1])):
+        want = torch.nonzero(x)
+        got = torch.nonzero(x.to("tpu"))
+        assert got.stride() == want.stride() and got.shape == want.shape
+        assert torch.equal(got.cpu(), want)
+
+
+def test_empty_writes_skip_their_checks_like_cpu():
+    # Found by tools/fuzz: CPU returns before checking indices or converting
+    # the value when nothing is written.
+    x = torch.zeros(2, 3, 0)
+    idx = torch.tensor([3])
+    want = x.clone().index_put_((idx,), torch.zeros(()), accumulate=True)
+    got = x.to("tpu").index_put_((idx.to("tpu"),), torch.zeros((), device="tpu"), accumulate=True)
+    assert got.shape == want.shape
+    u = torch.zeros(1, 1, 1, dtype=torch.uint8)
+    e = torch.zeros(1, 1, 0, dtype=torch.long)
+    torch.testing.assert_close(torch.scatter(u.to("tpu"), 1, e.to("tpu"), float("-inf")).cpu(),
+                               torch.scatter(u, 1, e, float("-inf")))

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import torch_pjrt
 from conftest import assert_bitwise_equal, make
-from _op_check import NativeOnly, check_close
+from _op_check import NativeOnly, check_close, same_as_cpu
 from test_ops_activation import _no_fallback, _pair  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -320,3 +320,96 @@ def test_layer_norm_shape_mismatch_raises_like_cpu():
     with pytest.raises(RuntimeError) as tpu:
         F.layer_norm(x.to("tpu"), (7,))
     assert str(cpu.value).splitlines()[0] in str(tpu.value)
+
+
+# ---- issue 19 item 7: accuracy with a mean offset; overflow and inf weights ----
+
+
+def _rel_err(a, ref):
+    return ((a.detach().double().cpu() - ref).abs().max() / ref.abs().max()).item()
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 32, 32), (64, 8, 7, 7), (4, 8, 300)], ids=str)
+def test_batch_norm_train_accuracy_with_mean_offset(shape):
+    # One reduce over dims (0, 2, 3) summed in one float32 chain per channel:
+    # the mean was 20-80x and y and weight's gradient up to 60x further from
+    # float64 than CPU's (which accumulates in double); now within 4x.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=g) + 10
+    gy = torch.randn(shape, generator=g)
+    w, b = torch.randn(shape[1], generator=g), torch.randn(shape[1], generator=g)
+    res = {}
+    for dev, dt in (("cpu", torch.float64), ("cpu", torch.float32), ("tpu", torch.float32)):
+        xx = x.to(dt).to(dev).detach().clone().requires_grad_()
+        ww = w.to(dt).to(dev).detach().clone().requires_grad_()
+        y, mean, invstd = torch.ops.aten.native_batch_norm(xx, ww, b.to(dt).to(dev), None, None,
+                                                           True, 0.1, 1e-5)
+        y.backward(gy.to(dt).to(dev))
+        res[(dev, dt)] = [t.detach().double().cpu() for t in (mean, invstd, y, xx.grad, ww.grad)]
+    ref = res[("cpu", torch.float64)]
+    for k, name in enumerate(["mean", "invstd", "y", "grad_input", "grad_weight"]):
+        cpu_err = _rel_err(res[("cpu", torch.float32)][k], ref[k])
+        tpu_err = _rel_err(res[("tpu", torch.float32)][k], ref[k])
+        assert tpu_err <= 4 * max(cpu_err, 3e-8), (name, tpu_err, cpu_err)
+
+
+def test_layer_and_group_norm_overflowing_variance_pinned():
+    # Pinned (docs/COVERAGE.md): a variance past float32's range gives rstd 0
+    # and y 0, as CPU's batch norm does and its layer/group norm do when only
+    # the variance overflows (|x| ~ 2e19); CPU's layer/group norm give NaN
+    # only when a difference of two inputs inside its Welford update
+    # overflows too (|x| ~ 3e38).
+    x = torch.tensor([[2e19, -2e19, 1.0, 2.0]])
+    cpu = torch.native_layer_norm(x, (4,), None, None, 1e-5)
+    with NativeOnly():
+        tpu = torch.native_layer_norm(x.to("tpu"), (4,), None, None, 1e-5)
+    for a, e in zip(tpu, cpu):
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-6, atol=0)
+    big = torch.tensor([[3e38, -3e38, 1.0, 2.0]])
+    with NativeOnly():
+        y, mean, rstd = torch.native_layer_norm(big.to("tpu"), (4,), None, None, 1e-5)
+        gy = F.group_norm(big.reshape(1, 2, 2).to("tpu"), 1)
+    assert torch.equal(y.cpu().abs(), torch.zeros(1, 4)) and rstd.item() == 0.0
+    assert torch.equal(gy.cpu().abs(), torch.zeros(1, 2, 2))
+    assert F.layer_norm(big, (4,)).isnan().all()  # CPU's, for the record
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
+def test_layer_norm_inf_weight_on_a_zero_xhat_is_nan(dtype):
+    # Pinned (docs/COVERAGE.md): where x equals its row's mean, xhat is
+    # exactly 0 and 0 * inf is NaN. CPU computes x * rstd - mean * rstd with
+    # a fused multiply-add, whose rounding residue turns some of these into
+    # +-inf.
+    x = torch.tensor([[3.0, 3.0, 3.0], [1.0, 2.0, 3.0]], dtype=dtype)
+    w = torch.tensor([INF_W, -INF_W, 1.0], dtype=dtype)
+    with NativeOnly():
+        y = F.layer_norm(x.to("tpu"), (3,), w.to("tpu")).cpu()
+    assert y[0, :2].isnan().all() and y[1, 1].isnan()
+    assert y[1, 0].item() == -INF_W and y[1, 2].item() == pytest.approx(1.2247, rel=1e-2)
+    cpu = F.layer_norm(x, (3,), w)
+    keep = cpu.isfinite()
+    torch.testing.assert_close(y[keep], cpu[keep], **TOL[dtype])
+
+
+INF_W = float("inf")
+
+
+# ---- issue 19 item 8: a zero-size normalized shape ----
+
+
+@pytest.mark.parametrize("shape,normalized", [((2, 0), (0,)), ((2, 3, 0), (3, 0)), ((0, 3), (3,))],
+                         ids=str)
+def test_layer_norm_zero_size_like_cpu(shape, normalized):
+    # the lowering sliced element 0 of the empty normalized dims and failed;
+    # CPU gives an empty y, mean 0 and rstd NaN
+    same_as_cpu(lambda d: torch.native_layer_norm(torch.zeros(shape, device=d), normalized, None,
+                                                  None, 1e-5))
+
+    def f(d):
+        x = torch.zeros(shape, device=d, requires_grad=True)
+        w = torch.ones(normalized, device=d, requires_grad=True)
+        b = torch.zeros(normalized, device=d, requires_grad=True)
+        y = F.layer_norm(x, normalized, w, b)
+        y.sum().backward()
+        return [y, x.grad, w.grad, b.grad]
+    same_as_cpu(f)

@@ -2133,3 +2133,73 @@ def test_grad_matches_cpu(fn):
     xt = x.to("tpu").requires_grad_()
     fn(xt).sum().backward()
     torch.testing.assert_close(xt.grad.cpu(), xc.grad, rtol=1e-5, atol=1e-5)
+
+
+# ---- issue 19 item 7: erf's tails, pow's special exponents, integer pow ----
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=dtype_id)
+def test_erf_tails_reach_one_like_cpu(dtype):
+    # XLA's float32 erf stopped at +-0.99999982: erf(-10) + 1 was 1.8e-7
+    x = torch.tensor([-INF, -20, -10, -6, -4, 4, 6, 10, INF, NAN], dtype=dtype)
+    with NativeOnly():
+        r = torch.erf(x.to("tpu"))
+        torch.testing.assert_close((r + 1).cpu(), torch.erf(x) + 1, rtol=0, atol=0, equal_nan=True)
+
+
+def test_erf_float32_within_three_ulps_of_float64_and_one_past_3_92():
+    # XLA's erf (about 3 ulps) below 3.9192059, where the true erf rounds
+    # to +-1 in float32; exactly +-1 from there on
+    x = torch.linspace(-6, 6, 20001, dtype=torch.float32)
+    ref = torch.erf(x.double())
+    with NativeOnly():
+        r = torch.erf(x.to("tpu")).cpu()
+    ulp = torch.finfo(torch.float32).eps * ref.abs().clamp(min=torch.finfo(torch.float32).tiny)
+    assert ((r.double() - ref).abs() / ulp).max().item() <= 3.0
+    tail = x.abs() >= 3.9192059
+    assert torch.equal(r[tail], x[tail].sign())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=dtype_id)
+@pytest.mark.parametrize("exponent", [0.5, -0.5], ids=str)
+def test_pow_half_exponent_at_negative_inf_and_zero_like_cpu(dtype, exponent):
+    # CPU's pow(Tensor, Scalar) is sqrt / rsqrt for +-0.5 in float32, float64
+    # and bfloat16 (NaN at -inf, -0 and -inf at -0); float16 and
+    # pow(Tensor, Tensor) keep pow's inf and +0
+    x = torch.tensor([-INF, -0.0, 0.0, 4.0, -4.0, INF, NAN], dtype=dtype)
+    e = torch.full_like(x, exponent)
+    for f, a in ((lambda t: t ** exponent, (x,)), (torch.pow, (x, e))):
+        with NativeOnly():
+            r = f(*[v.to("tpu") for v in a]).cpu()
+        want = f(*a)
+        torch.testing.assert_close(r, want, rtol=0, atol=0, equal_nan=True)
+        keep = ~want.isnan()
+        assert torch.equal(r.signbit()[keep], want.signbit()[keep])
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8],
+                         ids=dtype_id)
+def test_pow_int_wraps_like_cpu(dtype):
+    # XLA's integer power reads 6 bits of the exponent: 2 ** 64 was 1
+    lo = 0 if dtype == torch.uint8 else -60
+    base = torch.arange(lo, lo + 120).to(dtype)
+    for e in (0, 1, 3, 7, 8, 9, 31, 32, 33, 63, 64, 65, 100):
+        same("aten::pow", lambda t: t ** e, base)
+    same("aten::pow", torch.pow, base, torch.arange(0, 120).to(dtype))
+    same("aten::pow", lambda t: torch.pow(3, t), torch.arange(0, 120).to(dtype))
+    if dtype != torch.uint8:  # negative tensor exponents: 1, +-1 or 0, as CPU's powi
+        b = torch.tensor([0, 1, 2, 3, -1, -1, -2, 1, -1], dtype=dtype)
+        e = torch.tensor([-1, -5, -2, 64, -3, -4, 65, -128, -128], dtype=dtype)
+        same("aten::pow", torch.pow, b, e)
+
+
+def test_nan_to_num_complex_like_cpu():
+    # Found by tools/fuzz: CPU replaces in the real and imaginary parts.
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([complex(nan, 1), complex(2, inf), complex(-inf, nan), -0.75 + 0.5j],
+                     dtype=torch.complex64)
+    for kw in ({}, {"nan": 1.0, "posinf": 2.0, "neginf": -3.0}):
+        torch.testing.assert_close(torch.nan_to_num(x.to("tpu"), **kw).cpu(),
+                                   torch.nan_to_num(x, **kw))

@@ -951,3 +951,26 @@ def test_histc_errors_match_cpu():
             torch.histc(x.to("tpu"), **kw)
     with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
         torch.histc(torch.tensor([True], device="tpu"), 4)
+
+
+# ---- issue 19 item 7: var/std with inf and nan ----
+
+
+@pytest.mark.parametrize("vals", [[1.0, float("inf"), 2.0], [float("inf"), 1.0, 2.0],
+                                  [1.0, 2.0, float("inf")], [1.0, float("nan"), 2.0],
+                                  [float("inf"), float("inf"), 1.0],
+                                  [float("-inf"), float("inf"), 1.0], [1.0, 2.0, float("-inf")]],
+                         ids=str)
+def test_var_std_with_inf_and_nan(vals):
+    x = torch.tensor(vals)
+    with NativeOnly():
+        t = x.to("tpu")
+        got = [torch.var(t), torch.std(t), *torch.var_mean(t), *torch.std_mean(t)]
+    want = [torch.var(x), torch.std(x), *torch.var_mean(x), *torch.std_mean(x)]
+    for k in (0, 1, 2, 4):  # var and std: CPU's
+        torch.testing.assert_close(got[k].cpu(), want[k], equal_nan=True)
+    # Pinned (docs/COVERAGE.md): var_mean's mean is torch.mean's. CPU's comes
+    # out of its Welford update, where an inf before the last element
+    # meets inf - inf: NaN for [1, inf, 2], inf for [1, 2, inf].
+    for k in (3, 5):
+        torch.testing.assert_close(got[k].cpu(), torch.mean(x), equal_nan=True)

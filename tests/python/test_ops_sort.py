@@ -14,7 +14,7 @@ from conftest import make
 from _op_check import CHECK_TOL, NativeOnly, check_close  # noqa: F401 (shared helpers)
 import torch.nn.functional as F
 from conftest import assert_bitwise_equal, make
-from _op_check import NativeOnly, check_close
+from _op_check import NativeOnly, check_close, same_as_cpu
 from test_ops_activation import same_error as same_error_meta  # noqa: F401 (shared helpers)
 from test_ops_index import same_error  # noqa: F401 (shared helpers)
 from test_ops_linalg import _reset  # noqa: F401 (shared helpers)
@@ -678,3 +678,21 @@ def test_isin_errors():
         torch.isin(c.to("tpu"), c.to("tpu"))
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.isin(torch.tensor([1, 2], device="tpu"), torch.tensor([1, 2]))
+
+
+# ---- issue 19 item 8: topk of a 0-d tensor ----
+
+
+@pytest.mark.parametrize("k", [0, 1])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_of_a_zero_dim_tensor_like_cpu(k, largest):
+    # CPU returns the element and index 0 for k = 0 too (0-d output); the
+    # lowering took k = 0 elements and failed to reshape
+    same_as_cpu(lambda d: list(torch.topk(torch.tensor(2.5, device=d), k, largest=largest)))
+
+    def f(d):
+        x = torch.tensor(2.5, device=d, requires_grad=True)
+        torch.topk(x, k).values.backward()
+        return x.grad
+    same_as_cpu(f)
+    same_as_cpu(lambda d: list(torch.topk(torch.tensor(2.5, device=d), 2)))  # CPU's error

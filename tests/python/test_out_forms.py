@@ -128,6 +128,15 @@ def test_pointwise_out_casts_to_a_wider_dtype():
     assert_native()
 
 
+def test_cat_out_casts_into_another_dtype_natively():
+    # cat only moves values, so its result cast into out is exact: FSDP2's
+    # _chunk_cat writes bf16 gradients into an f32 buffer through cat.out.
+    native()
+    parts = (rand(2, 3, dtype=torch.bfloat16), rand(4, 3, dtype=torch.bfloat16, seed=1))
+    run_both(lambda a, b, out: torch.cat([a, b], out=out), parts, torch.empty(6, 3))
+    assert_native()
+
+
 def test_pointwise_out_refuses_a_narrowing_dtype_like_cpu():
     x = rand(3, 4)
     with pytest.raises(RuntimeError) as cpu:

@@ -35,7 +35,7 @@ class TpuPlatform(Platform):
     # Small helper functions that vLLM compiles on its own (outside the model)
     # run eagerly: each would otherwise be a compile of its own at start-up.
     simple_compile_backend: str = "eager"
-    # One device per process for now; gloo carries the (CPU) control messages.
+    # One device per engine for now; gloo carries vLLM's (CPU) control messages.
     dist_backend: str = "gloo"
     device_control_env_var: str = "TORCH_PJRT_VISIBLE_DEVICES"
 
@@ -132,7 +132,8 @@ class TpuPlatform(Platform):
         if parallel.tensor_parallel_size > 1 or parallel.pipeline_parallel_size > 1:
             raise NotImplementedError(
                 "tensor_parallel_size and pipeline_parallel_size > 1 are not supported on "
-                "tpu yet (they need torch_pjrt's distributed backend); use one device")
+                "tpu yet: one engine uses one tpu device (vLLM's parallel groups over "
+                "torch_pjrt's pjrt process groups are not wired up)")
         if parallel.worker_cls == "auto":
             parallel.worker_cls = "torch_pjrt.vllm.worker.TpuWorker"
         parallel.disable_custom_all_reduce = True

@@ -1,0 +1,183 @@
+// Kernel glue for PyTorch's fused transformer inference ops, the "fast path"
+// nn.MultiheadAttention and nn.TransformerEncoderLayer take in eval mode
+// without autograd (torchvision's ViT, any nn.TransformerEncoder at
+// inference): _native_multi_head_attention, _masked_softmax and
+// _transformer_encoder_layer_fwd. Each is composed of ops this backend
+// lowers natively (linear, bmm, softmax, layer_norm, ...), in the order and
+// with the rounding points of CPU's kernels (aten/src/ATen/native/
+// transformers), so none of them runs on the CPU. Under torch.compile the
+// same ops are traced into one graph.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+
+#include "common.h"
+
+namespace torch_pjrt {
+namespace {
+
+using at::Tensor;
+using OptTensor = std::optional<Tensor>;
+
+// The mask as a boolean (true: masked out) broadcast to the scores
+// (B, H, L, S): mask_type 0 is one (L, S) mask for every batch and head,
+// 1 a (B, S) key-padding mask, anything else a mask that broadcasts.
+Tensor expand_mask(const Tensor& mask, const Tensor& scores, std::optional<int64_t> mask_type) {
+  Tensor m = mask.scalar_type() == at::kBool ? mask : mask.to(at::kBool);
+  if (mask_type == 1 && scores.dim() == 4) {
+    TORCH_CHECK(m.dim() == 2 && m.size(0) == scores.size(0) && m.size(1) == scores.size(3),
+                "For mask_type == 1 mask shape should be (B, L)");
+    m = m.view({m.size(0), 1, 1, m.size(1)});
+  } else if (mask_type == 0) {
+    TORCH_CHECK(m.dim() == 2 && m.size(0) == scores.size(-2) && m.size(1) == scores.size(-1),
+                "For mask_type == 0 mask shape should be (L, L)");
+  }
+  return m.expand(scores.sizes());
+}
+
+// Softmax over `dim` with masked positions excluded; a row with every
+// position masked is NaN, as CPU's kernel gives.
+Tensor masked_softmax(const Tensor& scores, const Tensor& mask, std::optional<int64_t> dim,
+                      std::optional<int64_t> mask_type) {
+  TORCH_CHECK(scores.is_floating_point(), "masked_softmax: expected a floating input, got ",
+              scores.scalar_type());
+  int64_t d = dim.value_or(scores.dim() - 1);
+  Tensor filled = scores.masked_fill(expand_mask(mask, scores, mask_type),
+                                     -std::numeric_limits<double>::infinity());
+  return at::softmax(filled, d);
+}
+
+// CPU's argument checks for _native_multi_head_attention, in its words.
+void check_mha(const Tensor& query, const Tensor& key, const Tensor& value, int64_t D,
+               int64_t num_head, const Tensor& qkv_weight, const Tensor& qkv_bias) {
+  TORCH_CHECK(query.dim() == 3, "expected 3-D `query`, got ", query.dim(), "-D tensor");
+  TORCH_CHECK(query.size(2) == D, "passed-in embed_dim ", D, " didn't match last dim of query ",
+              query.size(2));
+  TORCH_CHECK(key.dim() == 3, "expected 3-D `key`, got ", key.dim(), "-D tensor");
+  TORCH_CHECK(value.dim() == 3, "expected 3-D `value`, got ", value.dim(), "-D tensor");
+  TORCH_CHECK(query.sizes() == key.sizes() && key.sizes() == value.sizes(),
+              "expected `query`/`key`/`value` shapes to match");
+  TORCH_CHECK(qkv_weight.dim() == 2, "expected 2-D `qkv_weight`, got ", qkv_weight.dim(),
+              "-D tensor");
+  TORCH_CHECK(D * 3 == qkv_weight.size(0), "expected `qkv_weight` first dim to be 3x embed_dim");
+  TORCH_CHECK(D == qkv_weight.size(1), "expected `qkv_weight` second dim to be embed_Dim");
+  TORCH_CHECK(qkv_bias.dim() == 1, "expected 1-D `qkv_bias`, got ", qkv_bias.dim(), "-D tensor");
+  TORCH_CHECK(qkv_bias.size(0) == 3 * D,
+              "expected `qkv_bias` first dim and first dim of query to be equal");
+  TORCH_CHECK(D % num_head == 0, "`embed_dim` must divide evenly by `num_heads`");
+}
+
+// (B, T, D) -> (B, H, T, D / H)
+Tensor heads(const Tensor& x, int64_t num_head) {
+  return x.view({x.size(0), x.size(1), num_head, x.size(2) / num_head}).transpose(1, 2);
+}
+
+std::tuple<Tensor, Tensor> native_mha(const Tensor& query, const Tensor& key, const Tensor& value,
+                                      int64_t embed_dim, int64_t num_head,
+                                      const Tensor& qkv_weight, const Tensor& qkv_bias,
+                                      const Tensor& proj_weight, const Tensor& proj_bias,
+                                      const OptTensor& mask, bool need_weights,
+                                      bool average_attn_weights,
+                                      std::optional<int64_t> mask_type) {
+  const int64_t D = embed_dim;
+  check_mha(query, key, value, D, num_head, qkv_weight, qkv_bias);
+  // The projections, without bias (CPU adds it with the rescale below). One
+  // product for self-attention, as CPU's kernel: rounding follows it.
+  Tensor q, k, v;
+  if (key.is_same(value) && query.is_same(key)) {
+    auto qkv = at::matmul(query, qkv_weight.t()).chunk(3, -1);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else if (key.is_same(value)) {
+    q = at::matmul(query, qkv_weight.narrow(0, 0, D).t());
+    auto kv = at::matmul(key, qkv_weight.narrow(0, D, 2 * D).t()).chunk(2, -1);
+    k = kv[0], v = kv[1];
+  } else {
+    auto w = qkv_weight.chunk(3, 0);
+    q = at::matmul(query, w[0].t());
+    k = at::matmul(key, w[1].t());
+    v = at::matmul(value, w[2].t());
+  }
+  if (query.numel() == 0) return {at::empty_like(query), Tensor()};
+  auto b = qkv_bias.chunk(3, 0);
+  const int64_t dh = D / num_head;
+  // q = (q + q_bias) / sqrt(dim_per_head): the factor rounded to the dtype,
+  // as CPU computes it in scalar_t.
+  double inv = 1.0 / std::sqrt(static_cast<double>(dh));
+  Tensor qh = heads(at::add(q, b[0]), num_head).mul(at::scalar_tensor(inv, query.options()));
+  Tensor kh = heads(at::add(k, b[1]), num_head);
+  Tensor vh = heads(at::add(v, b[2]), num_head);
+  Tensor scores = at::matmul(qh, kh.transpose(-2, -1));  // (B, H, T, S)
+  Tensor attn = mask ? masked_softmax(scores, *mask, scores.dim() - 1, mask_type)
+                     : at::softmax(scores, -1);
+  Tensor ctx = at::matmul(attn, vh).transpose(1, 2).reshape({query.size(0), query.size(1), D});
+  Tensor out = at::linear(ctx, proj_weight, proj_bias);
+  if (!need_weights) return {out, Tensor()};
+  if (average_attn_weights) attn = attn.sum(1).div_(num_head);
+  return {out, attn};
+}
+
+Tensor encoder_layer_fwd(const Tensor& src, int64_t embed_dim, int64_t num_heads,
+                         const Tensor& qkv_weight, const Tensor& qkv_bias,
+                         const Tensor& proj_weight, const Tensor& proj_bias, bool use_gelu,
+                         bool norm_first, double eps, const Tensor& norm_weight_1,
+                         const Tensor& norm_bias_1, const Tensor& norm_weight_2,
+                         const Tensor& norm_bias_2, const Tensor& ffn_weight_1,
+                         const Tensor& ffn_bias_1, const Tensor& ffn_weight_2,
+                         const Tensor& ffn_bias_2, const OptTensor& mask,
+                         std::optional<int64_t> mask_type) {
+  TORCH_CHECK(!src.is_nested(), "_transformer_encoder_layer_fwd: nested tensors are not "
+              "supported on tpu (pass enable_nested_tensor=False to nn.TransformerEncoder)");
+  auto norm = [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return at::layer_norm(x, {embed_dim}, w, b, eps);
+  };
+  Tensor x = norm_first ? norm(src, norm_weight_1, norm_bias_1) : src;
+  x = std::get<0>(native_mha(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                             proj_bias, mask, false, true, mask_type));
+  x = x.add(src);
+  if (!norm_first) x = norm(x, norm_weight_1, norm_bias_1);
+  Tensor residual = x;
+  Tensor h = norm_first ? norm(x, norm_weight_2, norm_bias_2) : x;
+  h = at::linear(h, ffn_weight_1, ffn_bias_1);
+  h = use_gelu ? at::gelu(h) : at::relu(h);
+  h = at::linear(h, ffn_weight_2, ffn_bias_2);
+  x = h.add(residual);
+  if (!norm_first) x = norm(x, norm_weight_2, norm_bias_2);
+  return x;
+}
+
+// nn.TransformerEncoder (enable_nested_tensor=True, the default) turns its
+// input into a nested tensor in eval mode when given src_key_padding_mask.
+// tpu has no nested tensors: say so, and how to avoid it, instead of the
+// dispatcher's message about a missing NestedTensor kernel further on.
+Tensor nested_from_mask(const Tensor& t, const Tensor& mask, bool mask_check) {
+  (void)t, (void)mask, (void)mask_check;
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "nested tensors are not supported on tpu: "
+                              "nn.TransformerEncoder makes one from src_key_padding_mask in eval "
+                              "mode; build it with enable_nested_tensor=False");
+}
+
+// The check nn.TransformerEncoder runs before that: is every row of the
+// (B, T) keep-mask a run of trues followed by falses (no false before a
+// true)? Computed on the device, one value read back.
+bool nested_mask_left_aligned(const Tensor& t, const Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "mask must be a bool tensor");
+  TORCH_CHECK(mask.dim() == 2, "mask must be 2-D, got ", mask.dim(), "-D");
+  TORCH_CHECK(t.dim() >= 1 && t.size(0) == mask.size(0), "mask and input batch sizes differ");
+  int64_t n = mask.size(1);
+  if (n < 2) return true;
+  return at::all(mask.narrow(1, 1, n - 1).le(mask.narrow(1, 0, n - 1))).item<bool>();
+}
+
+}  // namespace
+}  // namespace torch_pjrt
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace torch_pjrt;
+  m.impl("_native_multi_head_attention", TORCH_FN(native_mha));
+  m.impl("_masked_softmax", TORCH_FN(masked_softmax));
+  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(encoder_layer_fwd));
+  m.impl("_nested_tensor_from_mask", TORCH_FN(nested_from_mask));
+  m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(nested_mask_left_aligned));
+}
