@@ -21,7 +21,7 @@ CORE_SRC := $(sort $(wildcard src/*/*.c))
 CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 CTEST_SRC := $(sort $(wildcard tests/c/*.c))
 
-.PHONY: all setup lib ctest pytest test demo bench clean coverage
+.PHONY: all setup lib ctest pytest test demo bench clean coverage vllm
 
 all: lib
 
@@ -40,6 +40,15 @@ build/.stamp-ext: $(VENV)/.stamp-deps $(CORE_SRC) $(wildcard src/*/*.h) setup.py
 	touch $@
 
 setup: build/.stamp-ext
+
+# vLLM for the tpu platform plugin (tests/python/vllm): a pinned list
+# installed without dependency resolution, so torch stays 2.13.0+cpu
+# (requirements-vllm.txt says why). Reruns only when the list changes.
+$(VENV)/.stamp-vllm: requirements-vllm.txt $(VENV)/.stamp-deps
+	$(PIP) install -q --no-deps -r requirements-vllm.txt
+	touch $@
+
+vllm: setup $(VENV)/.stamp-vllm
 
 # The core needs only pjrt_c_api.h: from the venv's xla-cpu-pjrt wheel, unless
 # PJRT_INCLUDE names a folder (setup.py does; so do machines without the venv).
@@ -68,7 +77,7 @@ pytest: setup
 	$(PY) -m pytest -q tests/python
 	$(PY) -m pytest -q -p no:cacheprovider tests/opinfo -k errors_match_cpu
 
-test: setup ctest pytest
+test: setup vllm ctest pytest
 
 demo: setup
 	$(PY) examples/demo.py

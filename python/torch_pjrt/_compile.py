@@ -94,11 +94,28 @@ def _on_tpu(node: torch.fx.Node) -> bool:
     return bool(devs) and all(d.type == "tpu" for d in devs)
 
 
+# Ops left out of captured graphs and run eagerly between them (see
+# run_eagerly); they count as graph splits.
+_EAGER_OPS: set[str] = set()
+
+
+def run_eagerly(*names: str) -> None:
+    """Marks custom ops (by "namespace::name") that torch.compile(backend=
+    "tpu") must run eagerly rather than capture: ops with a tpu kernel whose
+    work depends on host state or on its inputs' values, which one traced
+    program cannot replay. vLLM's attention ops are such: they read the
+    per-step paged-attention metadata and write a KV cache that is not a
+    graph input."""
+    _EAGER_OPS.update(names)
+
+
 def _supported(node: torch.fx.Node, producer_ok: dict) -> bool:
     if node.target is operator.getitem:
         src = node.args[0]
         return isinstance(src, torch.fx.Node) and producer_ok.get(src, False)
     if not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    if node.target.name() in _EAGER_OPS:
         return False
     return _on_tpu(node) and _has_tpu_kernel(node.target)
 

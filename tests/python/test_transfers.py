@@ -391,6 +391,16 @@ def test_pinned_host_memory():
     assert_bitwise_equal(h, x)
 
 
+def test_host_allocator_is_registered():
+    # torch.accelerator's host-memory calls look tpu's at::HostAllocator up;
+    # vLLM's shutdown calls empty_host_cache(), which was a null-pointer
+    # call once tpu had been used.
+    torch.ones(4, device="tpu").sum().item()
+    h = torch.empty(8, pin_memory=True)
+    torch.accelerator.empty_host_cache()
+    assert h.is_pinned()
+
+
 # ---- printing ---------------------------------------------------------------------
 
 def test_repr():

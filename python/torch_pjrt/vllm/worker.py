@@ -1,0 +1,123 @@
+"""The vLLM worker and model runner for the tpu device.
+
+vLLM's GPUModelRunner is reused, as vllm-ascend does: its input
+preparation, persistent batch, sampler and KV cache allocation are device
+generic torch code, and they run on a PrivateUse1 device once the few CUDA
+specific parts are stepped around (CUDA graphs, CUDA streams for async
+output copies, the CUDA memory profiler). Our own: the worker's device
+set-up and memory sizing, and compiling (torch.compile(backend="tpu") over
+bucketed token counts, every bucket compiled at start-up).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import torch
+from tqdm import tqdm
+from vllm.logger import init_logger
+from vllm.utils.mem_utils import format_gib
+from vllm.utils.torch_utils import set_random_seed
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
+from vllm.v1.worker.worker_base import CompilationTimes
+
+from .._compile import run_eagerly
+from ..bucketing import DEFAULT_BUCKETS, bucket_size
+from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
+
+logger = init_logger(__name__)
+
+
+class TpuModelRunner(GPUModelRunner):
+    def load_model(self, *args, **kwargs) -> None:
+        super().load_model(*args, **kwargs)
+        if not self.model_config.enforce_eager:
+            # One graph per token bucket (dynamic=False: the shapes are the
+            # buckets below); vLLM's attention op is left to eager by the
+            # tpu backend and splits the graph around it.
+            run_eagerly("vllm::unified_attention_with_output", "vllm::unified_kv_cache_update")
+            # Module.compile keeps the model's class, which vLLM inspects.
+            self.model.compile(backend="tpu", dynamic=False)
+
+    def _determine_batch_execution_and_padding(self, num_tokens, *args, **kwargs):
+        out = super()._determine_batch_execution_and_padding(num_tokens, *args, **kwargs)
+        if self.model_config.enforce_eager:
+            return out
+        # Pad the batch's token count to a bucket, so a compiled graph serves
+        # every count up to it; the padding tokens write to the null block and
+        # their outputs are never read.
+        mode, desc, *rest = out
+        padded = min(bucket_size(desc.num_tokens), self.max_num_tokens)
+        return (mode, dataclasses.replace(desc, num_tokens=padded), *rest)
+
+    def _sync_device(self) -> None:
+        torch.tpu.synchronize(self.device)
+
+    def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
+        # GPUModelRunner stages this copy through a pinned buffer and a CUDA
+        # event; a plain device-to-host copy is synchronous and enough here.
+        return sampled_token_ids.cpu().tolist()
+
+    def capture_model(self) -> int:
+        return 0  # no CUDA graphs
+
+
+class TpuWorker(Worker):
+    def init_device(self) -> None:
+        self.device = torch.device("tpu", self.local_rank)
+        torch.tpu.set_device(self.device)
+        TpuPlatform.check_if_supports_dtype(self.model_config.dtype)
+        init_worker_distributed_environment(
+            self.vllm_config, self.rank, self.distributed_init_method, self.local_rank,
+            TpuPlatform.dist_backend)
+        set_random_seed(self.model_config.seed)
+        self._init_workspace_and_model_runner()
+
+    def _maybe_get_memory_pool_context(self, tag: str):
+        # vLLM's memory pools (sleep mode) are CUDA's cumem allocator.
+        return contextlib.nullcontext()
+
+    def _make_model_runner(self) -> GPUModelRunner:
+        return TpuModelRunner(self.vllm_config, self.device)
+
+    def determine_available_memory(self) -> int:
+        """The bytes given to the KV cache: kv_cache_memory_bytes when set, else
+        DEFAULT_KV_CACHE_BYTES, bounded by gpu_memory_utilization of what the
+        device has free after the weights are loaded."""
+        free, total = torch.tpu.mem_get_info(self.device)
+        requested = self.cache_config.kv_cache_memory_bytes
+        if requested:
+            if requested > free:
+                raise ValueError(
+                    f"kv_cache_memory_bytes ({format_gib(requested)} GiB) is more than the "
+                    f"tpu device has free ({format_gib(free)} GiB)")
+            return int(requested)
+        budget = int(free * self.cache_config.gpu_memory_utilization)
+        size = min(DEFAULT_KV_CACHE_BYTES, budget)
+        logger.info("KV cache: %s GiB on %s (set kv_cache_memory_bytes to change it)",
+                    format_gib(size), self.device)
+        return size
+
+    def compile_or_warm_up_model(self) -> CompilationTimes:
+        runner = self.model_runner
+        if not self.model_config.enforce_eager:
+            # Compile every token bucket now, so serving never compiles; the
+            # executables also land in the disk cache for the next start.
+            sizes = sorted({min(bucket_size(n), runner.max_num_tokens)
+                            for n in (1, runner.max_num_tokens)} |
+                           {b for b in DEFAULT_BUCKETS if b <= runner.max_num_tokens})
+            for size in tqdm(sizes, desc="Compiling token buckets on tpu", unit="bucket"):
+                runner._dummy_run(size, skip_eplb=True, remove_lora=False, force_attention=True)
+        # Restore the seed that start-up draws (dummy weights, profiling) moved.
+        set_random_seed(self.model_config.seed)
+        return CompilationTimes(
+            language_model=self.compilation_config.compilation_time,
+            encoder=self.compilation_config.encoder_compilation_time,
+        )
+
+    def sleep(self, level: int = 1) -> None:
+        raise NotImplementedError("sleep mode is not supported on tpu")
+
+    def wake_up(self, tags: list[str] | None = None) -> None:
+        raise NotImplementedError("sleep mode is not supported on tpu")
