@@ -5,6 +5,7 @@
 #include "rt/upload.h"
 #include "rt/donate.h"
 #include "rt/reap.h"
+#include "rt/replicated.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -56,6 +57,7 @@ struct tpj_rt {
   PJRT_Device* devices[TPJ_MAX_DEVICES];
   char* device_kind[TPJ_MAX_DEVICES];
   char* device_desc[TPJ_MAX_DEVICES];
+  int64_t device_id[TPJ_MAX_DEVICES];  /* PJRT's global id (device assignments) */
   int launch_blocking;
   pthread_mutex_t mu;          /* guards pending and deferred */
   tpj_rt_pending_t* pending;
@@ -258,6 +260,7 @@ static tpj_status_t tpj_rt_read_devices(tpj_rt_t* rt) {
     size_t kind_len = strlen(kind);
     const char* desc = "";
     size_t desc_len = 0;
+    rt->device_id[i] = i;
     if (TPJ_RT_HAS(api, PJRT_Device_GetDescription)) {
       TPJ_ARGS(PJRT_Device_GetDescription_Args, g);
       g.device = rt->devices[i];
@@ -275,6 +278,13 @@ static tpj_status_t tpj_rt_read_devices(tpj_rt_t* rt) {
           } else {
             tpj_status_free(tpj_rt_status_from_pjrt(api, e, "device kind"));
           }
+        }
+        if (TPJ_RT_HAS(api, PJRT_DeviceDescription_Id)) {
+          TPJ_ARGS(PJRT_DeviceDescription_Id_Args, d);
+          d.device_description = g.device_description;
+          e = api->PJRT_DeviceDescription_Id(&d);
+          if (!e) rt->device_id[i] = d.id;
+          else tpj_status_free(tpj_rt_status_from_pjrt(api, e, "device id"));
         }
         if (TPJ_RT_HAS(api, PJRT_DeviceDescription_DebugString)) {
           TPJ_ARGS(PJRT_DeviceDescription_DebugString_Args, d);
@@ -813,8 +823,10 @@ static tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* 
   return NULL;
 }
 
-tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
-                            tpj_rt_exe_t** out_exe) {
+/* Compiles StableHLO text with a serialized xla.CompileOptionsProto. */
+static tpj_status_t tpj_rt_compile_with(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                                        const char* options, size_t options_len,
+                                        tpj_rt_exe_t** out_exe) {
   *out_exe = NULL;
   const PJRT_Api* api = rt->api;
   TPJ_ARGS(PJRT_Program, prog);
@@ -825,10 +837,16 @@ tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
   TPJ_ARGS(PJRT_Client_Compile_Args, a);
   a.client = rt->client;
   a.program = &prog;
-  a.compile_options = kCompileOptions;
-  a.compile_options_size = sizeof(kCompileOptions);
+  a.compile_options = options;
+  a.compile_options_size = options_len;
   TPJ_PJRT(api, api->PJRT_Client_Compile(&a), "compiling");
   return tpj_rt_exe_wrap(api, a.executable, out_exe);
+}
+
+tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                            tpj_rt_exe_t** out_exe) {
+  return tpj_rt_compile_with(rt, mlir, mlir_len, kCompileOptions, sizeof(kCompileOptions),
+                             out_exe);
 }
 
 tpj_status_t tpj_rt_exe_serialize(tpj_rt_t* rt, const tpj_rt_exe_t* exe, char** out_bytes,
@@ -1476,4 +1494,136 @@ tpj_status_t tpj_rt_trace_stop(tpj_rt_t* rt, tpj_rt_trace_record_t** out_records
   *out_records = recs;
   *out_n = n;
   return NULL;
+}
+
+/* ---- replicated programs (rt/replicated.h) ---------------------------- */
+
+static void tpj_rt_put_varint(tpj_strbuf_t* sb, uint64_t v) {
+  do {
+    unsigned char c = (unsigned char)(v & 0x7f);
+    v >>= 7;
+    if (v) c |= 0x80;
+    tpj_strbuf_append(sb, (const char*)&c, 1);
+  } while (v);
+}
+
+/* A length-delimited field: tag, length, bytes. */
+static void tpj_rt_put_message(tpj_strbuf_t* sb, int field, const tpj_strbuf_t* m) {
+  tpj_rt_put_varint(sb, ((uint64_t)field << 3) | 2);
+  tpj_rt_put_varint(sb, m->len);
+  tpj_strbuf_append(sb, m->data, m->len);
+}
+
+tpj_status_t tpj_rt_compile_replicated(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                                       const int* devices, int n, tpj_rt_exe_t** out_exe) {
+  *out_exe = NULL;
+  if (n < 1) return tpj_status_make(TPJ_INVALID_ARGUMENT, "a replicated program needs a device");
+  for (int i = 0; i < n; ++i) TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, devices[i]));
+  /* xla.CompileOptionsProto by hand, as kCompileOptions: build options (3) {
+   * num_replicas (4) = n, num_partitions (5) = 1, device_assignment (9) {
+   * replica_count (1) = n, computation_count (2) = 1, computation_devices (3)
+   * { replica_device_ids (1): the devices' global ids } } }. Replica i runs
+   * on devices[i]; not portable. */
+  tpj_strbuf_t ids, comp, assign, build, opts;
+  tpj_strbuf_init(&ids);
+  tpj_strbuf_init(&comp);
+  tpj_strbuf_init(&assign);
+  tpj_strbuf_init(&build);
+  tpj_strbuf_init(&opts);
+  for (int i = 0; i < n; ++i) tpj_rt_put_varint(&ids, (uint64_t)rt->device_id[devices[i]]);
+  tpj_rt_put_message(&comp, 1, &ids);
+  tpj_rt_put_varint(&assign, 1 << 3);
+  tpj_rt_put_varint(&assign, (uint64_t)n);
+  tpj_rt_put_varint(&assign, 2 << 3);
+  tpj_rt_put_varint(&assign, 1);
+  tpj_rt_put_message(&assign, 3, &comp);
+  tpj_rt_put_varint(&build, 4 << 3);
+  tpj_rt_put_varint(&build, (uint64_t)n);
+  tpj_rt_put_varint(&build, 5 << 3);
+  tpj_rt_put_varint(&build, 1);
+  tpj_rt_put_message(&build, 9, &assign);
+  tpj_rt_put_message(&opts, 3, &build);
+  tpj_status_t s = tpj_strbuf_status(&opts);
+  if (!s) s = tpj_rt_compile_with(rt, mlir, mlir_len, opts.data, opts.len, out_exe);
+  tpj_strbuf_free(&ids);
+  tpj_strbuf_free(&comp);
+  tpj_strbuf_free(&assign);
+  tpj_strbuf_free(&build);
+  tpj_strbuf_free(&opts);
+  return s;
+}
+
+tpj_status_t tpj_rt_execute_replicated(tpj_rt_t* rt, tpj_rt_exe_t* exe, const int* devices,
+                                       int n, tpj_rt_buffer_t* const* args, size_t nargs,
+                                       const tpj_rt_shape_t* out_shapes, size_t nouts,
+                                       tpj_rt_buffer_t** outs, const char* op_name) {
+  const char* what = op_name ? op_name : "execute";
+  for (int i = 0; i < n; ++i) TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, devices[i]));
+  for (size_t i = 0; i < (size_t)n * nargs; ++i) {
+    TPJ_RETURN_IF_ERROR(tpj_rt_check_real(args[i], what));
+    if (args[i]->device != devices[i / (nargs ? nargs : 1)])
+      return tpj_status_make(TPJ_INVALID_ARGUMENT, "%s: replica %zu's argument is on device %d, "
+                             "not %d", what, i / nargs, args[i]->device, devices[i / nargs]);
+  }
+  if (exe->num_outputs != (size_t)-1 && exe->num_outputs != nouts)
+    return tpj_status_make(TPJ_INTERNAL, "%s: executable has %zu outputs, caller expects %zu",
+                           what, exe->num_outputs, nouts);
+  const PJRT_Api* api = rt->api;
+  size_t nin = (size_t)n * nargs, nout = (size_t)n * nouts;
+  PJRT_Buffer** argv = (PJRT_Buffer**)calloc(nin ? nin : 1, sizeof(void*));
+  PJRT_Buffer** outv = (PJRT_Buffer**)calloc(nout ? nout : 1, sizeof(void*));
+  PJRT_Buffer** arg_lists[TPJ_MAX_DEVICES];
+  PJRT_Buffer** out_lists[TPJ_MAX_DEVICES];
+  PJRT_Event* done[TPJ_MAX_DEVICES];
+  if (!argv || !outv || n > TPJ_MAX_DEVICES) {
+    free(argv);
+    free(outv);
+    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+  }
+  for (size_t i = 0; i < nin; ++i) argv[i] = (PJRT_Buffer*)args[i]->pjrt;
+  for (int d = 0; d < n; ++d) {
+    arg_lists[d] = argv + (size_t)d * nargs;
+    out_lists[d] = outv + (size_t)d * nouts;
+    done[d] = NULL;
+  }
+  TPJ_ARGS(PJRT_ExecuteOptions, eo);
+  TPJ_ARGS(PJRT_LoadedExecutable_Execute_Args, a);
+  a.executable = exe->exe;
+  a.options = &eo;
+  a.argument_lists = (PJRT_Buffer* const* const*)arg_lists;
+  a.num_devices = (size_t)n;
+  a.num_args = nargs;
+  a.output_lists = out_lists;
+  a.device_complete_events = done;
+  tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Execute(&a), what);
+  if (!s) {
+    int events = TPJ_RT_HAS(api, PJRT_Event_IsReady) && TPJ_RT_HAS(api, PJRT_Event_OnReady);
+    for (size_t i = 0; i < nout; ++i) {
+      const tpj_rt_shape_t* sh = &out_shapes[i % nouts];
+      outs[i] = tpj_rt_buffer_wrap(api, outv[i], sh->dtype, sh->dims, sh->ndim,
+                                   devices[i / nouts]);
+      if (!outs[i]) {
+        tpj_rt_pjrt_buffer_destroy(api, outv[i]);
+        if (!s) s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
+      }
+    }
+    for (int d = 0; d < n; ++d) {
+      if (!done[d]) continue;
+      tpj_rt_reap_track_launch(api, events ? done[d] : NULL);
+      tpj_status_t w = rt->launch_blocking
+                           ? tpj_rt_event_await(api, done[d], what)
+                           : tpj_rt_remember(rt, done[d], devices[d], t_stream[devices[d]], what, 0);
+      if (!s) s = w;
+      else tpj_status_free(w);
+    }
+    if (s) {
+      for (size_t i = 0; i < nout; ++i) {
+        tpj_rt_buffer_release(outs[i]);
+        outs[i] = NULL;
+      }
+    }
+  }
+  free(argv);
+  free(outv);
+  return s;
 }
