@@ -15,6 +15,10 @@
 
 #include "distributed/dist.h"
 
+extern "C" {
+#include "rt/upload.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -294,11 +298,53 @@ at::Tensor download(c10::ArrayRef<at::Tensor> ts, const std::vector<int64_t>& of
   return block;
 }
 
+void release_block(void* storage) { delete static_cast<c10::Storage*>(storage); }
+
+// Dtypes whose tpu storage holds the host bytes as they are.
+bool plain_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16: case at::kBool:
+    case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// t (covering its storage) takes a buffer over its piece of the host block
+// itself. On the CPU plugin a device buffer is host memory, so the plugin
+// aliases the piece instead of copying it (a fresh copy also pays its page
+// faults: most of what staging cost at 16 MiB and above); other plugins
+// copy. The buffer holds the block until it dies, which keeps the block
+// out of host_bytes' reuse until then.
+void upload_aliased(const at::Tensor& block, int64_t offset, const at::Tensor& t) {
+  tpj_rt_shape_t s = shape_of(t);
+  tpj_box_t* box = box_for_write(t);
+  auto* keep = new c10::Storage(block.storage());
+  tpj_rt_buffer_t* buf = nullptr;
+  tpj_status_t st = tpj_rt_buffer_alias_host(rt(), box->device, s.dtype, s.dims, s.ndim,
+                                             static_cast<char*>(block.data_ptr()) + offset,
+                                             &release_block, keep, &buf);
+  if (st) {
+    delete keep;
+    throw_status(st, "upload");
+  }
+  tpj_box_set_buffer(box, buf);
+  // What copy_ would do: autograd's saved-tensor checks see the write.
+  if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
+}
+
 // One upload per tensor out of the host byte block.
 void upload(const at::Tensor& block, const std::vector<int64_t>& off,
             c10::ArrayRef<at::Tensor> ts) {
   for (size_t i = 0; i < ts.size(); ++i) {
-    if (ts[i].numel()) ts[i].copy_(piece(block, off, ts[i], i));
+    const at::Tensor& t = ts[i];
+    if (!t.numel()) continue;
+    if (covers_storage(t) && plain_dtype(t.scalar_type()) && !t.is_conj() && !t.is_neg()) {
+      upload_aliased(block, off[i], t);
+    } else {
+      t.copy_(piece(block, off, t, i));
+    }
   }
 }
 

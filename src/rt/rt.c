@@ -608,7 +608,8 @@ static void tpj_rt_upload_ready(PJRT_Error* error, void* user_arg) {
  * thread, or before returning). On failure done is not called. */
 static tpj_status_t tpj_rt_upload(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
                                   const int64_t* dims, int ndim, const void* data,
-                                  void (*done)(void*), void* ctx, tpj_rt_buffer_t** out_buf) {
+                                  void (*done)(void*), void* ctx, int zero_copy,
+                                  tpj_rt_buffer_t** out_buf) {
   *out_buf = NULL;
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
   if (ndim < 0 || ndim > TPJ_MAX_DIMS)
@@ -626,8 +627,13 @@ static tpj_status_t tpj_rt_upload(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
   a.type = t;
   a.dims = dims;
   a.num_dims = (size_t)ndim;
-  a.host_buffer_semantics = async ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
-                                  : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  /* Zero copy: the buffer may alias data for its whole life (the CPU plugin
+   * does when data is aligned as it wants); done_with_host_buffer is then
+   * ready when the buffer is freed, or at once where the plugin copied. */
+  a.host_buffer_semantics =
+      async && zero_copy ? PJRT_HostBufferSemantics_kImmutableZeroCopy
+      : async            ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
+                         : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = rt->devices[device];
   TPJ_PJRT(api, api->PJRT_Client_BufferFromHostBuffer(&a), "copying to the device");
   tpj_status_t s = NULL;
@@ -665,14 +671,20 @@ static tpj_status_t tpj_rt_upload(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
 tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
                                      const int64_t* dims, int ndim, const void* data,
                                      tpj_rt_buffer_t** out_buf) {
-  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, NULL, NULL, out_buf);
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, NULL, NULL, 0, out_buf);
 }
 
 tpj_status_t tpj_rt_buffer_from_host_async(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
                                            const int64_t* dims, int ndim, const void* data,
                                            void (*done)(void*), void* ctx,
                                            tpj_rt_buffer_t** out_buf) {
-  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, done, ctx, out_buf);
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, done, ctx, 0, out_buf);
+}
+
+tpj_status_t tpj_rt_buffer_alias_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
+                                      const int64_t* dims, int ndim, const void* data,
+                                      void (*done)(void*), void* ctx, tpj_rt_buffer_t** out_buf) {
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, done, ctx, 1, out_buf);
 }
 
 int64_t tpj_rt_buffer_numel(const tpj_rt_buffer_t* buf) {
