@@ -27,6 +27,27 @@ import time
 OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor"]
 
 
+def _operands(op, numel, n, device):
+    """(input, output) of op at numel elements; all_reduce works in place
+    (output None); all_gather's output and reduce_scatter's input are numel."""
+    import torch
+
+    if op == "all_reduce":
+        return torch.ones(numel, device=device), None
+    if op == "all_gather_into_tensor":
+        return torch.ones(numel // n, device=device), torch.empty(numel // n * n, device=device)
+    return torch.ones(numel // n * n, device=device), torch.empty(numel // n, device=device)
+
+
+def _row(op, nbytes, n, times):
+    factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
+    return {"op": op, "bytes": nbytes, "world": n,
+            "gloo_ms": times["cpu"] * 1e3, "tpu_ms": times["tpu"] * 1e3,
+            "gloo_busbw": nbytes * factor / times["cpu"] / 1e9,
+            "tpu_busbw": nbytes * factor / times["tpu"] / 1e9,
+            "ratio": times["tpu"] / times["cpu"]}
+
+
 def _worker(sizes, out_path):
     import warnings
 
@@ -46,15 +67,10 @@ def _worker(sizes, out_path):
         for op in OPS:
             times = {}
             for dev in ("cpu", "tpu"):
-                if op == "all_reduce":
-                    a = torch.ones(numel, device=dev)
-                    fn = lambda: dist.all_reduce(a)  # noqa: E731
-                elif op == "all_gather_into_tensor":  # the output is nbytes
-                    a, o = torch.ones(numel // n, device=dev), torch.empty(numel // n * n, device=dev)
-                    fn = lambda: dist.all_gather_into_tensor(o, a)  # noqa: E731
-                else:  # the input is nbytes
-                    a, o = torch.ones(numel // n * n, device=dev), torch.empty(numel // n, device=dev)
-                    fn = lambda: dist.reduce_scatter_tensor(o, a)  # noqa: E731
+                a, o = _operands(op, numel, n, dev)
+                fn = {"all_reduce": lambda: dist.all_reduce(a),
+                      "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(o, a),
+                      "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(o, a)}[op]
                 fn()  # warm-up: connections, compiles
                 samples = []
                 for _ in range(iters):
@@ -68,12 +84,7 @@ def _worker(sizes, out_path):
                 t = torch.tensor([statistics.median(samples)])
                 dist.all_reduce(t, op=dist.ReduceOp.MAX)
                 times[dev] = t.item()
-            factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
-            rows.append({"op": op, "bytes": nbytes, "world": n,
-                         "gloo_ms": times["cpu"] * 1e3, "tpu_ms": times["tpu"] * 1e3,
-                         "gloo_busbw": nbytes * factor / times["cpu"] / 1e9,
-                         "tpu_busbw": nbytes * factor / times["tpu"] / 1e9,
-                         "ratio": times["tpu"] / times["cpu"]})
+            rows.append(_row(op, nbytes, n, times))
     if dist.get_rank() == 0:
         with open(out_path, "w") as f:
             json.dump(rows, f)
@@ -116,15 +127,10 @@ def _xla_worker(sizes, out_path):
                 def body(r):
                     d = torch.device("tpu", r) if dev == "tpu" else torch.device("cpu")
                     g = xla[r] if dev == "tpu" else gloo[r]
-                    if op == "all_reduce":
-                        a = torch.ones(numel, device=d)
-                        fn = lambda: g.allreduce([a]).wait()  # noqa: E731
-                    elif op == "all_gather_into_tensor":
-                        a, o = torch.ones(numel // n, device=d), torch.empty(numel // n * n, device=d)
-                        fn = lambda: g._allgather_base(o, a).wait()  # noqa: E731
-                    else:
-                        a, o = torch.ones(numel // n * n, device=d), torch.empty(numel // n, device=d)
-                        fn = lambda: g._reduce_scatter_base(o, a).wait()  # noqa: E731
+                    a, o = _operands(op, numel, n, d)
+                    fn = {"all_reduce": lambda: g.allreduce([a]).wait(),
+                          "all_gather_into_tensor": lambda: g._allgather_base(o, a).wait(),
+                          "reduce_scatter_tensor": lambda: g._reduce_scatter_base(o, a).wait()}[op]
                     fn()
                     if dev == "tpu":
                         torch.tpu.synchronize(r)
@@ -141,12 +147,7 @@ def _xla_worker(sizes, out_path):
                 [t.start() for t in ts]
                 [t.join() for t in ts]
                 times[dev] = max(per_rank)
-            factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
-            rows.append({"op": op, "bytes": nbytes, "world": n,
-                         "gloo_ms": times["cpu"] * 1e3, "tpu_ms": times["tpu"] * 1e3,
-                         "gloo_busbw": nbytes * factor / times["cpu"] / 1e9,
-                         "tpu_busbw": nbytes * factor / times["tpu"] / 1e9,
-                         "ratio": times["tpu"] / times["cpu"]})
+            rows.append(_row(op, nbytes, n, times))
     with open(out_path, "w") as f:
         json.dump(rows, f)
 
