@@ -5,7 +5,7 @@
 #include "rt/upload.h"
 #include "rt/donate.h"
 #include "rt/reap.h"
-#include "rt/replicated.h"
+#include "rt/internal.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -19,71 +19,9 @@
 #include "base/strbuf.h"
 #include "pjrt_c_api.h"
 
-#define TPJ_MAX_DEVICES 256
-
-/* When a launch finished, shared by its pending entry, the plugin's
- * OnReady callback and the marks (events) recorded while it ran.
- * t_ns == 0 means not known to be done yet. */
-typedef struct {
-  int refcount;
-  int64_t t_ns;            /* CLOCK_MONOTONIC when done (atomic) */
-  const PJRT_Api* api;     /* the callback destroys its PJRT_Error with it */
-} tpj_rt_done_t;
-
-typedef struct {
-  PJRT_Event* event;
-  int device;
-  int64_t stream;
-  tpj_rt_done_t* done;     /* NULL until a mark or stream query needs it */
-  char op[64];
-} tpj_rt_pending_t;
-
-/* One launch seen while the profiler records (tpj_rt_trace_start). */
-struct tpj_rt_trace_entry {
-  tpj_rt_trace_record_t rec;
-  tpj_rt_done_t* done;     /* owned reference */
-};
+/* The structs and helpers shared with replicated.c: rt/internal.h. */
 
 static void tpj_rt_done_release(tpj_rt_done_t* d);
-
-struct tpj_rt {
-  const PJRT_Api* api;
-  PJRT_Client* client;
-  char* plugin_path;
-  char* platform_name;
-  char* platform_version;
-  char* attributes;
-  int ndevices;
-  PJRT_Device* devices[TPJ_MAX_DEVICES];
-  char* device_kind[TPJ_MAX_DEVICES];
-  char* device_desc[TPJ_MAX_DEVICES];
-  int64_t device_id[TPJ_MAX_DEVICES];  /* PJRT's global id (device assignments) */
-  int launch_blocking;
-  pthread_mutex_t mu;          /* guards pending and deferred */
-  tpj_rt_pending_t* pending;
-  size_t npending, cap_pending;
-  size_t prune_at;             /* npending at which the next launch prunes */
-  tpj_status_t deferred;       /* first async failure seen while pruning */
-  struct tpj_rt_check* checks; /* device-side checks read at the next wait */
-  size_t nchecks, cap_checks;
-  char inject_op[64];          /* testing: the next completion of this op fails */
-  int track_done;              /* marks are alive: launches get done times (callbacks) */
-  int tracing;                 /* the profiler is recording launches (trace below) */
-  struct tpj_rt_trace_entry* trace;
-  size_t ntrace, cap_trace;
-};
-
-struct tpj_rt_check {
-  tpj_rt_buffer_t* flag;       /* owned reference: 0-d bool, true = failed */
-  char* message;               /* owned */
-};
-
-struct tpj_rt_exe {
-  int refcount;
-  PJRT_LoadedExecutable* exe;
-  const PJRT_Api* api;
-  size_t num_outputs;
-};
 
 static atomic_llong g_live_buffers;
 static atomic_llong g_h2d_bytes, g_d2h_bytes;
@@ -101,17 +39,6 @@ static void tpj_rt_count_bytes(int device, long long delta) {
   }
 }
 
-/* True when the plugin's PJRT_Api table is long enough to hold `field` and
- * fills it: plugins built against an older minor version have shorter
- * tables (the struct is append-only). */
-#define TPJ_RT_HAS(api, field)                                              \
-  ((api)->struct_size >= offsetof(PJRT_Api, field) + sizeof((api)->field) && \
-   (api)->field != NULL)
-
-#define TPJ_ARGS(type, name) \
-  type name;                 \
-  memset(&name, 0, sizeof(name)); \
-  name.struct_size = type##_STRUCT_SIZE
 
 static char* tpj_strndup(const char* s, size_t n) {
   char* p = (char*)malloc(n + 1);
@@ -122,7 +49,7 @@ static char* tpj_strndup(const char* s, size_t n) {
 }
 
 /* The one function that turns a PJRT_Error into a status; destroys err. */
-static tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err,
+tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err,
                                             const char* what) {
   if (!err) return NULL;
   TPJ_ARGS(PJRT_Error_Message_Args, m);
@@ -160,8 +87,6 @@ static tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err
   return s;
 }
 
-#define TPJ_PJRT(rt_api, call, what) \
-  TPJ_RETURN_IF_ERROR(tpj_rt_status_from_pjrt((rt_api), (call), (what)))
 
 static void tpj_rt_event_destroy(const PJRT_Api* api, PJRT_Event* ev) {
   if (!ev) return;
@@ -172,7 +97,7 @@ static void tpj_rt_event_destroy(const PJRT_Api* api, PJRT_Event* ev) {
 }
 
 /* Waits for ev, destroys it, returns its failure (if any). */
-static tpj_status_t tpj_rt_event_await(const PJRT_Api* api, PJRT_Event* ev,
+tpj_status_t tpj_rt_event_await(const PJRT_Api* api, PJRT_Event* ev,
                                        const char* what) {
   if (!ev) return NULL;
   TPJ_ARGS(PJRT_Event_Await_Args, a);
@@ -539,7 +464,7 @@ static PJRT_Buffer_Type tpj_rt_pjrt_type(tpj_dtype_t dt) {
   }
 }
 
-static tpj_rt_buffer_t* tpj_rt_buffer_wrap(const PJRT_Api* api, PJRT_Buffer* b, tpj_dtype_t dtype,
+tpj_rt_buffer_t* tpj_rt_buffer_wrap(const PJRT_Api* api, PJRT_Buffer* b, tpj_dtype_t dtype,
                                            const int64_t* dims, int ndim, int device) {
   tpj_rt_buffer_t* buf = (tpj_rt_buffer_t*)calloc(1, sizeof(*buf));
   if (!buf) return NULL;
@@ -563,7 +488,7 @@ tpj_rt_buffer_t* tpj_rt_buffer_placeholder(tpj_dtype_t dtype, const int64_t* dim
 }
 
 /* The one message for a host-side use of a traced value. */
-static tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* what) {
+tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* what) {
   if (buf->pjrt) return NULL;
   /* Only a reader racing the write that consumed it can see a donated
    * buffer (see tpj_rt_execute_donated): an error, not a crash. */
@@ -576,7 +501,7 @@ static tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* wh
                          "(a data-dependent op inside a compiled graph)", what);
 }
 
-static void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
+void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
   if (!b) return;
   TPJ_ARGS(PJRT_Buffer_Destroy_Args, d);
   d.buffer = b;
@@ -800,7 +725,7 @@ static const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20,
 
 /* Takes over a loaded executable (destroyed on failure) and learns its
  * output count where the plugin says. */
-static tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
+tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
                                     tpj_rt_exe_t** out_exe) {
   tpj_rt_exe_t* exe = (tpj_rt_exe_t*)calloc(1, sizeof(*exe));
   if (!exe) {
@@ -836,7 +761,7 @@ static tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* 
 }
 
 /* Compiles StableHLO text with a serialized xla.CompileOptionsProto. */
-static tpj_status_t tpj_rt_compile_with(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+tpj_status_t tpj_rt_compile_with(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
                                         const char* options, size_t options_len,
                                         tpj_rt_exe_t** out_exe) {
   *out_exe = NULL;
@@ -1070,7 +995,7 @@ static void tpj_rt_trace_locked(tpj_rt_t* rt, tpj_rt_pending_t* p, int64_t t_lau
   e->done = d;
 }
 
-static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
+tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
                                     const char* op, int64_t t_launch) {
   pthread_mutex_lock(&rt->mu);
   /* Pruning asks every pending event whether it is ready; with work backed
@@ -1506,136 +1431,4 @@ tpj_status_t tpj_rt_trace_stop(tpj_rt_t* rt, tpj_rt_trace_record_t** out_records
   *out_records = recs;
   *out_n = n;
   return NULL;
-}
-
-/* ---- replicated programs (rt/replicated.h) ---------------------------- */
-
-static void tpj_rt_put_varint(tpj_strbuf_t* sb, uint64_t v) {
-  do {
-    unsigned char c = (unsigned char)(v & 0x7f);
-    v >>= 7;
-    if (v) c |= 0x80;
-    tpj_strbuf_append(sb, (const char*)&c, 1);
-  } while (v);
-}
-
-/* A length-delimited field: tag, length, bytes. */
-static void tpj_rt_put_message(tpj_strbuf_t* sb, int field, const tpj_strbuf_t* m) {
-  tpj_rt_put_varint(sb, ((uint64_t)field << 3) | 2);
-  tpj_rt_put_varint(sb, m->len);
-  tpj_strbuf_append(sb, m->data, m->len);
-}
-
-tpj_status_t tpj_rt_compile_replicated(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
-                                       const int* devices, int n, tpj_rt_exe_t** out_exe) {
-  *out_exe = NULL;
-  if (n < 1) return tpj_status_make(TPJ_INVALID_ARGUMENT, "a replicated program needs a device");
-  for (int i = 0; i < n; ++i) TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, devices[i]));
-  /* xla.CompileOptionsProto by hand, as kCompileOptions: build options (3) {
-   * num_replicas (4) = n, num_partitions (5) = 1, device_assignment (9) {
-   * replica_count (1) = n, computation_count (2) = 1, computation_devices (3)
-   * { replica_device_ids (1): the devices' global ids } } }. Replica i runs
-   * on devices[i]; not portable. */
-  tpj_strbuf_t ids, comp, assign, build, opts;
-  tpj_strbuf_init(&ids);
-  tpj_strbuf_init(&comp);
-  tpj_strbuf_init(&assign);
-  tpj_strbuf_init(&build);
-  tpj_strbuf_init(&opts);
-  for (int i = 0; i < n; ++i) tpj_rt_put_varint(&ids, (uint64_t)rt->device_id[devices[i]]);
-  tpj_rt_put_message(&comp, 1, &ids);
-  tpj_rt_put_varint(&assign, 1 << 3);
-  tpj_rt_put_varint(&assign, (uint64_t)n);
-  tpj_rt_put_varint(&assign, 2 << 3);
-  tpj_rt_put_varint(&assign, 1);
-  tpj_rt_put_message(&assign, 3, &comp);
-  tpj_rt_put_varint(&build, 4 << 3);
-  tpj_rt_put_varint(&build, (uint64_t)n);
-  tpj_rt_put_varint(&build, 5 << 3);
-  tpj_rt_put_varint(&build, 1);
-  tpj_rt_put_message(&build, 9, &assign);
-  tpj_rt_put_message(&opts, 3, &build);
-  tpj_status_t s = tpj_strbuf_status(&opts);
-  if (!s) s = tpj_rt_compile_with(rt, mlir, mlir_len, opts.data, opts.len, out_exe);
-  tpj_strbuf_free(&ids);
-  tpj_strbuf_free(&comp);
-  tpj_strbuf_free(&assign);
-  tpj_strbuf_free(&build);
-  tpj_strbuf_free(&opts);
-  return s;
-}
-
-tpj_status_t tpj_rt_execute_replicated(tpj_rt_t* rt, tpj_rt_exe_t* exe, const int* devices,
-                                       int n, tpj_rt_buffer_t* const* args, size_t nargs,
-                                       const tpj_rt_shape_t* out_shapes, size_t nouts,
-                                       tpj_rt_buffer_t** outs, const char* op_name) {
-  const char* what = op_name ? op_name : "execute";
-  for (int i = 0; i < n; ++i) TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, devices[i]));
-  for (size_t i = 0; i < (size_t)n * nargs; ++i) {
-    TPJ_RETURN_IF_ERROR(tpj_rt_check_real(args[i], what));
-    if (args[i]->device != devices[i / (nargs ? nargs : 1)])
-      return tpj_status_make(TPJ_INVALID_ARGUMENT, "%s: replica %zu's argument is on device %d, "
-                             "not %d", what, i / nargs, args[i]->device, devices[i / nargs]);
-  }
-  if (exe->num_outputs != (size_t)-1 && exe->num_outputs != nouts)
-    return tpj_status_make(TPJ_INTERNAL, "%s: executable has %zu outputs, caller expects %zu",
-                           what, exe->num_outputs, nouts);
-  const PJRT_Api* api = rt->api;
-  size_t nin = (size_t)n * nargs, nout = (size_t)n * nouts;
-  PJRT_Buffer** argv = (PJRT_Buffer**)calloc(nin ? nin : 1, sizeof(void*));
-  PJRT_Buffer** outv = (PJRT_Buffer**)calloc(nout ? nout : 1, sizeof(void*));
-  PJRT_Buffer** arg_lists[TPJ_MAX_DEVICES];
-  PJRT_Buffer** out_lists[TPJ_MAX_DEVICES];
-  PJRT_Event* done[TPJ_MAX_DEVICES];
-  if (!argv || !outv || n > TPJ_MAX_DEVICES) {
-    free(argv);
-    free(outv);
-    return tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
-  }
-  for (size_t i = 0; i < nin; ++i) argv[i] = (PJRT_Buffer*)args[i]->pjrt;
-  for (int d = 0; d < n; ++d) {
-    arg_lists[d] = argv + (size_t)d * nargs;
-    out_lists[d] = outv + (size_t)d * nouts;
-    done[d] = NULL;
-  }
-  TPJ_ARGS(PJRT_ExecuteOptions, eo);
-  TPJ_ARGS(PJRT_LoadedExecutable_Execute_Args, a);
-  a.executable = exe->exe;
-  a.options = &eo;
-  a.argument_lists = (PJRT_Buffer* const* const*)arg_lists;
-  a.num_devices = (size_t)n;
-  a.num_args = nargs;
-  a.output_lists = out_lists;
-  a.device_complete_events = done;
-  tpj_status_t s = tpj_rt_status_from_pjrt(api, api->PJRT_LoadedExecutable_Execute(&a), what);
-  if (!s) {
-    int events = TPJ_RT_HAS(api, PJRT_Event_IsReady) && TPJ_RT_HAS(api, PJRT_Event_OnReady);
-    for (size_t i = 0; i < nout; ++i) {
-      const tpj_rt_shape_t* sh = &out_shapes[i % nouts];
-      outs[i] = tpj_rt_buffer_wrap(api, outv[i], sh->dtype, sh->dims, sh->ndim,
-                                   devices[i / nouts]);
-      if (!outs[i]) {
-        tpj_rt_pjrt_buffer_destroy(api, outv[i]);
-        if (!s) s = tpj_status_make(TPJ_OUT_OF_MEMORY, "out of host memory");
-      }
-    }
-    for (int d = 0; d < n; ++d) {
-      if (!done[d]) continue;
-      tpj_rt_reap_track_launch(api, events ? done[d] : NULL);
-      tpj_status_t w = rt->launch_blocking
-                           ? tpj_rt_event_await(api, done[d], what)
-                           : tpj_rt_remember(rt, done[d], devices[d], t_stream[devices[d]], what, 0);
-      if (!s) s = w;
-      else tpj_status_free(w);
-    }
-    if (s) {
-      for (size_t i = 0; i < nout; ++i) {
-        tpj_rt_buffer_release(outs[i]);
-        outs[i] = NULL;
-      }
-    }
-  }
-  free(argv);
-  free(outv);
-  return s;
 }
