@@ -7,6 +7,11 @@ block) training the test LM (tests/python/models.py, d=128, 2 layers, seq 64,
 global batch 8) at 1, 2 and 4 processes. Not a test.
 
     .venv/bin/python bench/distributed.py [--worlds 2 4] [--max-mib 64] [--train-worlds 1 2 4]
+        [--xla-worlds 2 4]
+
+--xla-worlds adds the XLA transport (torch_pjrt.distributed.local_groups: one
+process, a rank per thread and CPU-plugin device) against gloo with a rank
+per thread in one process.
 
 Bus bandwidth as nccl-tests defines it: all_reduce moves 2(n-1)/n of the
 buffer per rank, the other two (n-1)/n of the larger buffer."""
@@ -22,7 +27,33 @@ import time
 OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor"]
 
 
+def _operands(op, numel, n, device):
+    """(input, output) of op at numel elements; all_reduce works in place
+    (output None); all_gather's output and reduce_scatter's input are numel."""
+    import torch
+
+    if op == "all_reduce":
+        return torch.ones(numel, device=device), None
+    if op == "all_gather_into_tensor":
+        return torch.ones(numel // n, device=device), torch.empty(numel // n * n, device=device)
+    return torch.ones(numel // n * n, device=device), torch.empty(numel // n, device=device)
+
+
+def _row(op, nbytes, n, times):
+    factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
+    return {"op": op, "bytes": nbytes, "world": n,
+            "gloo_ms": times["cpu"] * 1e3, "tpu_ms": times["tpu"] * 1e3,
+            "gloo_busbw": nbytes * factor / times["cpu"] / 1e9,
+            "tpu_busbw": nbytes * factor / times["tpu"] / 1e9,
+            "ratio": times["tpu"] / times["cpu"]}
+
+
 def _worker(sizes, out_path):
+    import warnings
+
+    # torch 2.13 renames all_gather_into_tensor and reduce_scatter_tensor;
+    # the benchmark keeps the names users call.
+    warnings.filterwarnings("ignore", category=FutureWarning, module="torch.distributed")
     import torch
     import torch.distributed as dist
 
@@ -36,15 +67,10 @@ def _worker(sizes, out_path):
         for op in OPS:
             times = {}
             for dev in ("cpu", "tpu"):
-                if op == "all_reduce":
-                    a = torch.ones(numel, device=dev)
-                    fn = lambda: dist.all_reduce(a)  # noqa: E731
-                elif op == "all_gather_into_tensor":  # the output is nbytes
-                    a, o = torch.ones(numel // n, device=dev), torch.empty(numel // n * n, device=dev)
-                    fn = lambda: dist.all_gather_into_tensor(o, a)  # noqa: E731
-                else:  # the input is nbytes
-                    a, o = torch.ones(numel // n * n, device=dev), torch.empty(numel // n, device=dev)
-                    fn = lambda: dist.reduce_scatter_tensor(o, a)  # noqa: E731
+                a, o = _operands(op, numel, n, dev)
+                fn = {"all_reduce": lambda: dist.all_reduce(a),
+                      "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(o, a),
+                      "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(o, a)}[op]
                 fn()  # warm-up: connections, compiles
                 samples = []
                 for _ in range(iters):
@@ -58,17 +84,72 @@ def _worker(sizes, out_path):
                 t = torch.tensor([statistics.median(samples)])
                 dist.all_reduce(t, op=dist.ReduceOp.MAX)
                 times[dev] = t.item()
-            factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
-            rows.append({"op": op, "bytes": nbytes, "world": n,
-                         "gloo_ms": times["cpu"] * 1e3, "tpu_ms": times["tpu"] * 1e3,
-                         "gloo_busbw": nbytes * factor / times["cpu"] / 1e9,
-                         "tpu_busbw": nbytes * factor / times["tpu"] / 1e9,
-                         "ratio": times["tpu"] / times["cpu"]})
+            rows.append(_row(op, nbytes, n, times))
     if dist.get_rank() == 0:
         with open(out_path, "w") as f:
             json.dump(rows, f)
     dist.barrier()
     dist.destroy_process_group()
+
+
+def _xla_worker(sizes, out_path):
+    """The XLA transport: this process drives `world` devices of the CPU
+    plugin, a rank per thread (local_groups), against gloo with a rank per
+    thread on CPU tensors in the same process."""
+    import datetime
+    import threading
+
+    import torch
+    import torch.distributed as dist
+
+    import torch_pjrt.distributed as tpd
+
+    n = torch.tpu.device_count()
+    xla = tpd.local_groups()
+    store = dist.HashStore()
+    gloo = [None] * n
+
+    def make(r):
+        gloo[r] = dist.ProcessGroupGloo(store, r, n, datetime.timedelta(seconds=300))
+    ts = [threading.Thread(target=make, args=(r,)) for r in range(n)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    rows = []
+    for nbytes in sizes:
+        numel = nbytes // 4
+        iters = max(3, min(50, (64 << 20) // (nbytes * 4)))
+        for op in OPS:
+            times = {}
+            for dev in ("cpu", "tpu"):
+                per_rank = [0.0] * n
+                gate = threading.Barrier(n)
+
+                def body(r):
+                    d = torch.device("tpu", r) if dev == "tpu" else torch.device("cpu")
+                    g = xla[r] if dev == "tpu" else gloo[r]
+                    a, o = _operands(op, numel, n, d)
+                    fn = {"all_reduce": lambda: g.allreduce([a]).wait(),
+                          "all_gather_into_tensor": lambda: g._allgather_base(o, a).wait(),
+                          "reduce_scatter_tensor": lambda: g._reduce_scatter_base(o, a).wait()}[op]
+                    fn()
+                    if dev == "tpu":
+                        torch.tpu.synchronize(r)
+                    samples = []
+                    for _ in range(iters):
+                        gate.wait()
+                        t0 = time.perf_counter()
+                        fn()
+                        if dev == "tpu":
+                            torch.tpu.synchronize(r)
+                        samples.append(time.perf_counter() - t0)
+                    per_rank[r] = statistics.median(samples)
+                ts = [threading.Thread(target=body, args=(r,)) for r in range(n)]
+                [t.start() for t in ts]
+                [t.join() for t in ts]
+                times[dev] = max(per_rank)
+            rows.append(_row(op, nbytes, n, times))
+    with open(out_path, "w") as f:
+        json.dump(rows, f)
 
 
 def _train_worker(out_path):
@@ -144,10 +225,14 @@ def main():
         return _worker(json.loads(sys.argv[2]), sys.argv[3])
     if len(sys.argv) > 1 and sys.argv[1] == "--train-worker":
         return _train_worker(sys.argv[3])
+    if len(sys.argv) > 1 and sys.argv[1] == "--xla-worker":
+        return _xla_worker(json.loads(sys.argv[2]), sys.argv[3])
     ap = argparse.ArgumentParser()
     ap.add_argument("--worlds", type=int, nargs="*", default=[2, 4])
     ap.add_argument("--max-mib", type=int, default=64)
     ap.add_argument("--train-worlds", type=int, nargs="*", default=[1, 2, 4])
+    ap.add_argument("--xla-worlds", type=int, nargs="*", default=[],
+                    help="also the XLA transport: one process, a rank per thread and device")
     args = ap.parse_args()
     sizes, s = [], 4 << 10
     while s <= args.max_mib << 20:
@@ -161,6 +246,20 @@ def main():
             print(f"| {r['world']} | {r['op']} | {_size(r['bytes'])} | {r['gloo_ms']:.3f} | "
                   f"{r['tpu_ms']:.3f} | {r['gloo_busbw']:.2f} | {r['tpu_busbw']:.2f} | "
                   f"{r['ratio']:.2f} |", flush=True)
+    if args.xla_worlds:
+        print("\nXLA transport (one process, a rank per thread; gloo also a rank per thread)\n")
+        print("| ranks | op | size | gloo CPU ms | xla tpu ms | gloo busbw GB/s | xla busbw GB/s | tpu/gloo |")
+        print("|---|---|---|---|---|---|---|---|")
+    for world in args.xla_worlds:
+        out = os.path.join(tempfile.mkdtemp(prefix="tpj-bench-"), "xla.json")
+        env = dict(os.environ, TORCH_PJRT_CPU_DEVICES=str(world))
+        subprocess.run([sys.executable, __file__, "--xla-worker", json.dumps(sizes), out], env=env,
+                       check=True)
+        with open(out) as f:
+            for r in json.load(f):
+                print(f"| {r['world']} | {r['op']} | {_size(r['bytes'])} | {r['gloo_ms']:.3f} | "
+                      f"{r['tpu_ms']:.3f} | {r['gloo_busbw']:.2f} | {r['tpu_busbw']:.2f} | "
+                      f"{r['ratio']:.2f} |", flush=True)
     if args.train_worlds:
         print("\n| processes | DDP step ms | FSDP2 step ms |")
         print("|---|---|---|")

@@ -15,6 +15,10 @@
 
 #include "distributed/dist.h"
 
+extern "C" {
+#include "rt/upload.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -142,6 +146,8 @@ class PjrtWork : public c10d::Work {
 
 // ---- staging -----------------------------------------------------------------
 
+}  // namespace
+
 void check_dense(const char* op, c10::ArrayRef<at::Tensor> ts) {
   for (const auto& t : ts) {
     TORCH_CHECK(t.defined(), "pjrt ", op, ": got an undefined tensor");
@@ -158,6 +164,76 @@ void check_same_dtype(const char* op, c10::ArrayRef<at::Tensor> ts) {
                 t.scalar_type());
   }
 }
+
+
+void check_blocks(const char* what, c10::ArrayRef<at::Tensor> blocks, const at::Tensor& one,
+                  int size) {
+  check_dense(what, blocks);
+  check_dense(what, one);
+  TORCH_CHECK(static_cast<int>(blocks.size()) == size, "pjrt ", what, ": expected a list of ",
+              size, " tensors (the group size), got ", blocks.size());
+  for (const auto& b : blocks) {
+    TORCH_CHECK(b.scalar_type() == one.scalar_type() && b.numel() == one.numel(), "pjrt ",
+                what, ": every tensor in the list must match ", one.sizes(), " ",
+                one.scalar_type(), ", got ", b.sizes(), " ", b.scalar_type());
+  }
+}
+
+void check_lists(const char* what, c10::ArrayRef<at::Tensor> outs, c10::ArrayRef<at::Tensor> ins,
+                 int size) {
+  TORCH_CHECK(static_cast<int>(outs.size()) == size && static_cast<int>(ins.size()) == size,
+              "pjrt ", what, ": expected ", size, " input and output tensors, got ", ins.size(),
+              " and ", outs.size());
+  check_same_dtype(what, ins);
+  check_same_dtype(what, outs);
+}
+
+void check_pairs(const char* what, c10::ArrayRef<at::Tensor> outs, c10::ArrayRef<at::Tensor> ins,
+                 bool out_is_bigger, int size) {
+  TORCH_CHECK(!ins.empty() && outs.size() == ins.size(), "pjrt ", what,
+              ": expected as many outputs as inputs, got ", outs.size(), " and ", ins.size());
+  check_dense(what, outs);
+  check_dense(what, ins);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const at::Tensor& big = out_is_bigger ? outs[i] : ins[i];
+    const at::Tensor& small = out_is_bigger ? ins[i] : outs[i];
+    TORCH_CHECK(outs[i].scalar_type() == ins[i].scalar_type(), "pjrt ", what,
+                ": input and output dtypes differ (", ins[i].scalar_type(), " vs ",
+                outs[i].scalar_type(), ")");
+    TORCH_CHECK(big.numel() == small.numel() * size, "pjrt ", what, ": ",
+                out_is_bigger ? "output" : "input", " must have ", size,
+                " times the elements of the ", out_is_bigger ? "input" : "output", " (got ",
+                big.sizes(), " and ", small.sizes(), ")");
+  }
+}
+
+std::vector<int64_t> split_counts(const char* what, const at::Tensor& t,
+                                  const std::vector<int64_t>& splits, const char* which, int size,
+                                  int64_t unit) {
+  TORCH_CHECK(t.dim() >= 1, "pjrt ", what, ": the ", which, " must have a dimension to split");
+  int64_t rows = t.size(0);
+  int64_t row = rows ? t.numel() / rows * unit : 0;
+  std::vector<int64_t> out;
+  if (splits.empty()) {
+    TORCH_CHECK(rows % size == 0, "pjrt ", what, ": the ", which, "'s first dimension (", rows,
+                ") does not divide by the group size ", size);
+    out.assign(size, rows / size * row);
+    return out;
+  }
+  TORCH_CHECK(static_cast<int>(splits.size()) == size, "pjrt ", what, ": ", which,
+              " splits need ", size, " entries, got ", splits.size());
+  int64_t sum = 0;
+  for (int64_t s : splits) {
+    TORCH_CHECK(s >= 0, "pjrt ", what, ": negative split size ", s);
+    sum += s;
+    out.push_back(s * row);
+  }
+  TORCH_CHECK(sum == rows, "pjrt ", what, ": ", which, " splits add up to ", sum,
+              " rows, but the ", which, " has ", rows);
+  return out;
+}
+
+namespace {
 
 // Byte offsets of tensors laid end to end, each aligned to its element size
 // (so a typed view of the block is legal); the last entry is the total.
@@ -222,11 +298,53 @@ at::Tensor download(c10::ArrayRef<at::Tensor> ts, const std::vector<int64_t>& of
   return block;
 }
 
+void release_block(void* storage) { delete static_cast<c10::Storage*>(storage); }
+
+// Dtypes whose tpu storage holds the host bytes as they are.
+bool plain_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16: case at::kBool:
+    case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// t (covering its storage) takes a buffer over its piece of the host block
+// itself. On the CPU plugin a device buffer is host memory, so the plugin
+// aliases the piece instead of copying it (a fresh copy also pays its page
+// faults: most of what staging cost at 16 MiB and above); other plugins
+// copy. The buffer holds the block until it dies, which keeps the block
+// out of host_bytes' reuse until then.
+void upload_aliased(const at::Tensor& block, int64_t offset, const at::Tensor& t) {
+  tpj_rt_shape_t s = shape_of(t);
+  tpj_box_t* box = box_for_write(t);
+  auto* keep = new c10::Storage(block.storage());
+  tpj_rt_buffer_t* buf = nullptr;
+  tpj_status_t st = tpj_rt_buffer_alias_host(rt(), box->device, s.dtype, s.dims, s.ndim,
+                                             static_cast<char*>(block.data_ptr()) + offset,
+                                             &release_block, keep, &buf);
+  if (st) {
+    delete keep;
+    throw_status(st, "upload");
+  }
+  tpj_box_set_buffer(box, buf);
+  // What copy_ would do: autograd's saved-tensor checks see the write.
+  if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
+}
+
 // One upload per tensor out of the host byte block.
 void upload(const at::Tensor& block, const std::vector<int64_t>& off,
             c10::ArrayRef<at::Tensor> ts) {
   for (size_t i = 0; i < ts.size(); ++i) {
-    if (ts[i].numel()) ts[i].copy_(piece(block, off, ts[i], i));
+    const at::Tensor& t = ts[i];
+    if (!t.numel()) continue;
+    if (covers_storage(t) && plain_dtype(t.scalar_type()) && !t.is_conj() && !t.is_neg()) {
+      upload_aliased(block, off[i], t);
+    } else {
+      t.copy_(piece(block, off, t, i));
+    }
   }
 }
 
@@ -240,13 +358,7 @@ tpj_dist_buf_t bytes_buf(const at::Tensor& block) {
 
 // ---- reductions ----------------------------------------------------------------
 
-// How a c10d ReduceOp on dtype dt runs on a transport that knows only
-// tpj_dist_op_t over gloo's dtypes.
-struct Reduction {
-  tpj_dist_op_t op = TPJ_DIST_SUM;
-  double pre_scale = 1.0;  // PREMUL_SUM: multiply before summing
-  bool average = false;    // AVG: divide by the group size after summing
-};
+}  // namespace
 
 const char* op_name(c10d::ReduceOp::RedOpType op) {
   static const char* names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
@@ -302,6 +414,8 @@ Reduction plan_reduction(const char* what, const c10d::ReduceOp& rop, at::Scalar
   return r;
 }
 
+namespace {
+
 // The host tensor the transport reduces: the staged values themselves where
 // gloo reduces their dtype (bool as uint8, complex as pairs of reals), else a
 // widened copy (int16, the unsigned types).
@@ -326,6 +440,8 @@ tpj_dist_buf_t typed_buf(const at::Tensor& wire) {
   return b;
 }
 
+}  // namespace
+
 void apply_average(const at::Tensor& wire, int size) {
   if (at::isIntegralType(wire.scalar_type(), /*includeBool=*/false)) {
     wire.div_(size, "trunc");
@@ -333,6 +449,8 @@ void apply_average(const at::Tensor& wire, int size) {
     wire.div_(size);
   }
 }
+
+namespace {
 
 // The typed host view of a byte block whose pieces all have dtype dt.
 at::Tensor typed(const at::Tensor& block, at::ScalarType dt) {
@@ -364,12 +482,11 @@ bool check_agreement() {
   return on;
 }
 
-class PjrtBackend : public c10d::Backend {
+class PjrtBackend : public PjrtBackendBase {
  public:
   PjrtBackend(Transport t, std::chrono::milliseconds timeout)
-      : Backend(t->rank, t->size), t_(std::move(t)), timeout_(timeout) {}
+      : PjrtBackendBase(t->rank, t->size), t_(std::move(t)), timeout_(timeout) {}
 
-  const std::string getBackendName() const override { return "pjrt"; }
   const char* transport() const { return t_->name; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& ts,
@@ -385,40 +502,23 @@ class PjrtBackend : public c10d::Backend {
                   [=] { if (!is_root) upload(block, off, ts); }, Sig{off.back(), root});
   }
 
-  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& ts,
-                                           const c10d::AllreduceOptions& o) override {
-    return reduce_like("all_reduce", OpType::ALLREDUCE, ts, o.reduceOp, -1);
-  }
 
-  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
-      std::vector<at::Tensor>& ts, const c10d::AllreduceCoalescedOptions& o) override {
-    return reduce_like("all_reduce_coalesced", OpType::ALLREDUCE_COALESCED, ts, o.reduceOp, -1);
-  }
 
-  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& ts,
-                                        const c10d::ReduceOptions& o) override {
-    return reduce_like("reduce", OpType::REDUCE, ts, o.reduceOp, static_cast<int>(o.rootRank));
-  }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outs,
                                            std::vector<at::Tensor>& ins,
                                            const c10d::AllgatherOptions& o) override {
     TORCH_CHECK(ins.size() == 1 && outs.size() == 1, "pjrt all_gather: one input tensor and one output list expected");
-    check_blocks("all_gather", outs[0], ins[0]);
+    check_blocks("all_gather", outs[0], ins[0], size_);
     return gather_like("all_gather", OpType::ALLGATHER, outs[0], ins[0]);
   }
 
-  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in,
-                                                 const c10d::AllgatherOptions& o) override {
-    std::vector<at::Tensor> outs{out}, ins{in};
-    return allgather_into_tensor_coalesced(outs, ins, o);
-  }
 
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
       std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
       const c10d::AllgatherOptions& o) override {
     const char* what = "all_gather_into_tensor";
-    check_pairs(what, outs, ins, /*out_is_bigger=*/true);
+    check_pairs(what, outs, ins, /*out_is_bigger=*/true, size_);
     // Every input goes out in one block; rank r's block lands at r.
     auto off = byte_offsets(ins);
     at::Tensor in_block = download(ins, off);
@@ -489,21 +589,16 @@ class PjrtBackend : public c10d::Backend {
                                                 const c10d::ReduceScatterOptions& o) override {
     TORCH_CHECK(outs.size() == 1 && ins.size() == 1,
                 "pjrt reduce_scatter: one output tensor and one input list expected");
-    check_blocks("reduce_scatter", ins[0], outs[0]);
+    check_blocks("reduce_scatter", ins[0], outs[0], size_);
     return reduce_scatter_pieces("reduce_scatter", OpType::REDUCE_SCATTER, outs, ins[0], o.reduceOp);
   }
 
-  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
-                                                      const c10d::ReduceScatterOptions& o) override {
-    std::vector<at::Tensor> outs{out}, ins{in};
-    return reduce_scatter_tensor_coalesced(outs, ins, o);
-  }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
       std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
       const c10d::ReduceScatterOptions& o) override {
     const char* what = "reduce_scatter_tensor";
-    check_pairs(what, outs, ins, /*out_is_bigger=*/false);
+    check_pairs(what, outs, ins, /*out_is_bigger=*/false, size_);
     // The transport wants rank r's share of every input in block r: one
     // input already is laid out so (one download), several are interleaved.
     std::vector<at::Tensor> pieces;
@@ -525,8 +620,8 @@ class PjrtBackend : public c10d::Backend {
     check_dense(what, {out, in});
     TORCH_CHECK(out.scalar_type() == in.scalar_type(), "pjrt ", what,
                 ": input and output dtypes differ (", in.scalar_type(), " vs ", out.scalar_type(), ")");
-    std::vector<int64_t> ic = byte_counts(what, in, in_splits, "input");
-    std::vector<int64_t> oc = byte_counts(what, out, out_splits, "output");
+    std::vector<int64_t> ic = split_counts(what, in, in_splits, "input", size_, in.element_size());
+    std::vector<int64_t> oc = split_counts(what, out, out_splits, "output", size_, out.element_size());
     std::vector<at::Tensor> ins{in}, outs{out};
     auto off = byte_offsets(ins);
     at::Tensor in_block = download(ins, off);
@@ -543,11 +638,7 @@ class PjrtBackend : public c10d::Backend {
                                           std::vector<at::Tensor>& ins,
                                           const c10d::AllToAllOptions& o) override {
     const char* what = "all_to_all";
-    TORCH_CHECK(static_cast<int>(outs.size()) == size_ && static_cast<int>(ins.size()) == size_,
-                "pjrt ", what, ": expected ", size_, " input and output tensors, got ", ins.size(),
-                " and ", outs.size());
-    check_same_dtype(what, ins);
-    check_same_dtype(what, outs);
+    check_lists(what, outs, ins, size_);
     std::vector<int64_t> ic, oc;
     for (int r = 0; r < size_; ++r) {
       ic.push_back(ins[r].numel() * ins[r].element_size());
@@ -659,7 +750,7 @@ class PjrtBackend : public c10d::Backend {
   // all_reduce and reduce: one host block of every tensor, reduced in place.
   c10::intrusive_ptr<c10d::Work> reduce_like(const char* what, OpType type,
                                              std::vector<at::Tensor>& ts,
-                                             const c10d::ReduceOp& rop, int root) {
+                                             const c10d::ReduceOp& rop, int root) override {
     TORCH_CHECK(!ts.empty(), "pjrt ", what, ": no tensors");
     check_same_dtype(what, ts);
     Reduction r = plan_reduction(what, rop, ts[0].scalar_type());
@@ -739,18 +830,6 @@ class PjrtBackend : public c10d::Backend {
                   [=] { upload(block, off, ts); });
   }
 
-  // blocks (one per rank) must each match `one` in dtype and element count.
-  void check_blocks(const char* what, c10::ArrayRef<at::Tensor> blocks, const at::Tensor& one) {
-    check_dense(what, blocks);
-    check_dense(what, one);
-    TORCH_CHECK(static_cast<int>(blocks.size()) == size_, "pjrt ", what, ": expected a list of ",
-                size_, " tensors (the group size), got ", blocks.size());
-    for (const auto& b : blocks) {
-      TORCH_CHECK(b.scalar_type() == one.scalar_type() && b.numel() == one.numel(), "pjrt ",
-                  what, ": every tensor in the list must match ", one.sizes(), " ",
-                  one.scalar_type(), ", got ", b.sizes(), " ", b.scalar_type());
-    }
-  }
 
   // gather's outputs and scatter's inputs: on the root one list of
   // group-size tensors, each matching `one`; nothing elsewhere.
@@ -763,30 +842,10 @@ class PjrtBackend : public c10d::Backend {
       return {};
     }
     TORCH_CHECK(lists.size() == 1, "pjrt ", what, ": the root needs one ", role, " list");
-    check_blocks(what, lists[0], one);
+    check_blocks(what, lists[0], one, size_);
     return lists[0];
   }
 
-  // outs[i] and ins[i]: the same dtype, and the bigger one group-size times
-  // the other's elements.
-  void check_pairs(const char* what, c10::ArrayRef<at::Tensor> outs, c10::ArrayRef<at::Tensor> ins,
-                   bool out_is_bigger) {
-    TORCH_CHECK(!ins.empty() && outs.size() == ins.size(), "pjrt ", what,
-                ": expected as many outputs as inputs, got ", outs.size(), " and ", ins.size());
-    check_dense(what, outs);
-    check_dense(what, ins);
-    for (size_t i = 0; i < ins.size(); ++i) {
-      const at::Tensor& big = out_is_bigger ? outs[i] : ins[i];
-      const at::Tensor& small = out_is_bigger ? ins[i] : outs[i];
-      TORCH_CHECK(outs[i].scalar_type() == ins[i].scalar_type(), "pjrt ", what,
-                  ": input and output dtypes differ (", ins[i].scalar_type(), " vs ",
-                  outs[i].scalar_type(), ")");
-      TORCH_CHECK(big.numel() == small.numel() * size_, "pjrt ", what, ": ",
-                  out_is_bigger ? "output" : "input", " must have ", size_,
-                  " times the elements of the ", out_is_bigger ? "input" : "output", " (got ",
-                  big.sizes(), " and ", small.sizes(), ")");
-    }
-  }
 
   // Rank r's block of a flat view of t (t has size * block elements).
   static at::Tensor rank_block(const at::Tensor& t, int r, int size) {
@@ -795,31 +854,6 @@ class PjrtBackend : public c10d::Backend {
     return flat.narrow(0, r * n, n);
   }
 
-  // all_to_all_single's per-rank byte counts from row splits (empty: even).
-  std::vector<int64_t> byte_counts(const char* what, const at::Tensor& t,
-                                   const std::vector<int64_t>& splits, const char* which) {
-    TORCH_CHECK(t.dim() >= 1, "pjrt ", what, ": the ", which, " must have a dimension to split");
-    int64_t rows = t.size(0);
-    int64_t row_bytes = rows ? t.numel() / rows * t.element_size() : 0;
-    std::vector<int64_t> out;
-    if (splits.empty()) {
-      TORCH_CHECK(rows % size_ == 0, "pjrt ", what, ": the ", which, "'s first dimension (",
-                  rows, ") does not divide by the group size ", size_);
-      out.assign(size_, rows / size_ * row_bytes);
-      return out;
-    }
-    TORCH_CHECK(static_cast<int>(splits.size()) == size_, "pjrt ", what, ": ", which,
-                " splits need ", size_, " entries, got ", splits.size());
-    int64_t sum = 0;
-    for (int64_t s : splits) {
-      TORCH_CHECK(s >= 0, "pjrt ", what, ": negative split size ", s);
-      sum += s;
-      out.push_back(s * row_bytes);
-    }
-    TORCH_CHECK(sum == rows, "pjrt ", what, ": ", which, " splits add up to ", sum,
-                " rows, but the ", which, " has ", rows);
-    return out;
-  }
 
   Transport t_;
   std::chrono::milliseconds timeout_;
@@ -843,7 +877,7 @@ c10::intrusive_ptr<c10d::Backend> make_pjrt_backend(tpj_dist_transport_t* t,
 
 std::string transport_name(const c10::intrusive_ptr<c10d::Backend>& b) {
   auto* p = dynamic_cast<PjrtBackend*>(b.get());
-  return p ? p->transport() : "";
+  return p ? p->transport() : device_transport_name(b);
 }
 
 }  // namespace torch_pjrt

@@ -39,7 +39,9 @@ def _info() -> int:
         from torch_pjrt import distributed
 
         print(f"distributed      c10d backend \"{distributed.BACKEND}\", transport "
-              f"{distributed.transport_for(d['platform'])}")
+              f"{distributed.transport_for(d['platform'])} across processes, "
+              f"{distributed.transport_for(d['platform'], local=True)} between this "
+              f"process's devices (local_groups)")
     return 0
 
 

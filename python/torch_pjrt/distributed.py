@@ -10,6 +10,10 @@ Transports (src/dist/transport.h):
   block, runs PyTorch's gloo on it, and uploads the results. It serves any
   plugin, and it is the only way across processes for the CPU plugin, whose
   client in each process believes it owns device 0.
+- "xla": XLA's own collectives (stablehlo.all_reduce and its siblings),
+  compiled once per (op, dtype, shape, devices) through the executable cache
+  and launched on every rank's device at once. Its ranks are devices of this
+  process's one client, each driven by its own thread: `local_groups()`.
 """
 from __future__ import annotations
 
@@ -26,12 +30,49 @@ BACKEND = "pjrt"
 HOST_STAGING = "gloo (host staging)"
 
 
-def transport_for(platform: str | None = None) -> str:
-    """The transport a "pjrt" process group uses on this plugin.
+XLA = "xla"
 
-    Every plugin stages through gloo today; XLA's own collectives (the path
-    for TPU pods and GPU clusters) are a second transport still to come."""
-    return HOST_STAGING
+
+def transport_for(platform: str | None = None, local: bool = False) -> str:
+    """The transport a "pjrt" process group uses on this plugin: a group
+    across processes stages through gloo (no plugin's client here is created
+    with node_id/num_nodes yet, so none reaches another process); a group of
+    this process's devices (`local_groups()`) runs XLA's collectives."""
+    return XLA if local else HOST_STAGING
+
+
+def local_groups(devices=None, timeout: datetime.timedelta = datetime.timedelta(minutes=30)):
+    """One process group per rank over devices of this process (default:
+    every tpu device), rank r driving tpu:devices[r], through XLA's
+    collectives. Drive each rank from its own thread, as each process drives
+    its rank under torchrun:
+
+        groups = torch_pjrt.distributed.local_groups()
+        def rank(r):
+            t = torch.ones(4, device=f"tpu:{r}")
+            dist.all_reduce(t, group=groups[r])
+        threads = [threading.Thread(target=rank, args=(r,)) for r in range(len(groups))]
+
+    A collective returns once every rank has called it. The groups are not
+    registered with torch.distributed's world: pass them as `group=`."""
+    if devices is None:
+        devices = list(range(_C._device_count()))
+    devices = [int(d.index if isinstance(d, torch.device) else d) for d in devices]
+    backends = _C._dist_make_xla_backends(devices, timeout.total_seconds())
+    store = dist.HashStore()
+    groups = []
+    for rank, backend in enumerate(backends):
+        pg = dist.ProcessGroup(store, rank, len(backends))
+        pg._register_backend(torch.device("tpu"), dist.ProcessGroup.BackendType.CUSTOM, backend)
+        pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+        pg.bound_device_id = torch.device("tpu", devices[rank])  # barrier's device
+        groups.append(pg)
+    # Rank lookups (get_rank(group), broadcast's src) read this table.
+    c10d = dist.distributed_c10d
+    for pg in groups:
+        c10d._world.pg_group_ranks[pg] = {r: r for r in range(len(groups))}
+        c10d._world.pg_map[pg] = (BACKEND, store)
+    return groups
 
 
 def transport(group=None) -> str:

@@ -8,6 +8,7 @@
 #include "base/strbuf.h"
 #include "exec/donate.h"
 #include "exec/internal.h"
+#include "rt/replicated.h"
 #include "hlo/target.h"
 #include "rt/donate.h"
 
@@ -263,9 +264,11 @@ static tpj_status_t tpj_exec_lower_call(void* user, tpj_strbuf_t* text) {
                         c->nouts, c->alias, text);
 }
 
-tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len,
-                                 const char* name, tpj_exec_lower_fn lower, void* user,
-                                 tpj_rt_exe_t** out_exe) {
+/* tpj_exec_get_locked, for n replicas on devices[n] when n > 0. */
+static tpj_status_t tpj_exec_get_for_locked(tpj_exec_t* ex, const char* key, size_t key_len,
+                                            const char* name, tpj_exec_lower_fn lower,
+                                            void* user, const int* devices, int n,
+                                            tpj_rt_exe_t** out_exe) {
   *out_exe = NULL;
   uint64_t h = tpj_exec_hash(key, key_len);
   tpj_exec_entry_t* e = tpj_exec_find_locked(ex, h, key, key_len);
@@ -288,13 +291,16 @@ tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len
   tpj_strbuf_init(&text);
   s = lower(user, &text);
   if (!s) s = tpj_strbuf_status(&text);
-  if (!s && !tpj_exec_disk_load_locked(ex, &text, &exe)) {
+  /* A replicated executable is bound to its devices, which the program
+   * text does not name: it is not kept on disk. */
+  if (!s && (n > 0 || !tpj_exec_disk_load_locked(ex, &text, &exe))) {
     double t0 = tpj_now();
-    s = tpj_rt_compile(ex->rt, text.data, text.len, &exe);
+    s = n > 0 ? tpj_rt_compile_replicated(ex->rt, text.data, text.len, devices, n, &exe)
+              : tpj_rt_compile(ex->rt, text.data, text.len, &exe);
     ex->m.compile_seconds += tpj_now() - t0;
     ex->m.compiles++;
     if (s) s = tpj_status_annotate(s, "%s", name);
-    else tpj_exec_disk_store_locked(ex, &text, exe);
+    else if (n == 0) tpj_exec_disk_store_locked(ex, &text, exe);
   }
   tpj_strbuf_free(&text);
   if (s) return s;
@@ -329,6 +335,23 @@ tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len
   tpj_rt_exe_retain(exe);
   *out_exe = exe;
   return NULL;
+}
+
+tpj_status_t tpj_exec_get_locked(tpj_exec_t* ex, const char* key, size_t key_len,
+                                 const char* name, tpj_exec_lower_fn lower, void* user,
+                                 tpj_rt_exe_t** out_exe) {
+  return tpj_exec_get_for_locked(ex, key, key_len, name, lower, user, NULL, 0, out_exe);
+}
+
+tpj_status_t tpj_exec_get_replicated(tpj_exec_t* ex, const char* key, size_t key_len,
+                                     const char* name, tpj_exec_lower_fn lower, void* user,
+                                     const int* devices, int n, tpj_rt_exe_t** out_exe) {
+  pthread_mutex_lock(&ex->mu);
+  tpj_status_t s =
+      tpj_exec_get_for_locked(ex, key, key_len, name, lower, user, devices, n, out_exe);
+  if (!s) ex->m.executions++;
+  pthread_mutex_unlock(&ex->mu);
+  return s;
 }
 
 /* tpj_exec_run, with alias (NULL: none) naming per argument the output

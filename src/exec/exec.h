@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "base/strbuf.h"
 #include "ops/limits.h"
 #include "rt/rt.h"
 #include "view/view.h"
@@ -107,6 +108,17 @@ tpj_status_t tpj_exec_graph_run(tpj_exec_t* ex, const tpj_exec_graph_t* g, int d
 int tpj_exec_graph_num_nodes(const tpj_exec_graph_t* g);
 int tpj_exec_graph_num_results(const tpj_exec_graph_t* g);
 void tpj_exec_graph_release(tpj_exec_graph_t* g);
+
+/* ---- replicated programs (dist/'s XLA collectives) ---------------------
+ * Writes a program's StableHLO text into text (the caller frees nothing). */
+typedef tpj_status_t (*tpj_exec_lower_fn)(void* user, tpj_strbuf_t* text);
+/* The executable cached under key[key_len] (which must name the devices), or
+ * lower(user) compiled for n replicas, replica i on devices[i], and cached.
+ * Counted as one execution (the caller launches it with
+ * tpj_rt_execute_replicated). *out_exe is a new reference. */
+tpj_status_t tpj_exec_get_replicated(tpj_exec_t* ex, const char* key, size_t key_len,
+                                     const char* name, tpj_exec_lower_fn lower, void* user,
+                                     const int* devices, int n, tpj_rt_exe_t** out_exe);
 
 void tpj_exec_get_metrics(tpj_exec_t* ex, tpj_exec_metrics_t* out);
 int tpj_exec_cache_size(tpj_exec_t* ex);

@@ -67,8 +67,6 @@ tpj_status_t tpj_exec_lower_node(tpj_hlo_builder_t* b, const char* op_name,
                                  int nattrs, const tpj_rt_shape_t* out_shapes, int nouts,
                                  tpj_hlo_value_t* results);
 
-typedef tpj_status_t (*tpj_exec_lower_fn)(void* user, tpj_strbuf_t* text);
-
 /* With ex->mu held: the executable cached under key[key_len], or
  * lower(user) compiled and cached (the cache copies the key). *out_exe is a
  * new reference. */

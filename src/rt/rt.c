@@ -5,6 +5,7 @@
 #include "rt/upload.h"
 #include "rt/donate.h"
 #include "rt/reap.h"
+#include "rt/internal.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -18,70 +19,9 @@
 #include "base/strbuf.h"
 #include "pjrt_c_api.h"
 
-#define TPJ_MAX_DEVICES 256
-
-/* When a launch finished, shared by its pending entry, the plugin's
- * OnReady callback and the marks (events) recorded while it ran.
- * t_ns == 0 means not known to be done yet. */
-typedef struct {
-  int refcount;
-  int64_t t_ns;            /* CLOCK_MONOTONIC when done (atomic) */
-  const PJRT_Api* api;     /* the callback destroys its PJRT_Error with it */
-} tpj_rt_done_t;
-
-typedef struct {
-  PJRT_Event* event;
-  int device;
-  int64_t stream;
-  tpj_rt_done_t* done;     /* NULL until a mark or stream query needs it */
-  char op[64];
-} tpj_rt_pending_t;
-
-/* One launch seen while the profiler records (tpj_rt_trace_start). */
-struct tpj_rt_trace_entry {
-  tpj_rt_trace_record_t rec;
-  tpj_rt_done_t* done;     /* owned reference */
-};
+/* The structs and helpers shared with replicated.c: rt/internal.h. */
 
 static void tpj_rt_done_release(tpj_rt_done_t* d);
-
-struct tpj_rt {
-  const PJRT_Api* api;
-  PJRT_Client* client;
-  char* plugin_path;
-  char* platform_name;
-  char* platform_version;
-  char* attributes;
-  int ndevices;
-  PJRT_Device* devices[TPJ_MAX_DEVICES];
-  char* device_kind[TPJ_MAX_DEVICES];
-  char* device_desc[TPJ_MAX_DEVICES];
-  int launch_blocking;
-  pthread_mutex_t mu;          /* guards pending and deferred */
-  tpj_rt_pending_t* pending;
-  size_t npending, cap_pending;
-  size_t prune_at;             /* npending at which the next launch prunes */
-  tpj_status_t deferred;       /* first async failure seen while pruning */
-  struct tpj_rt_check* checks; /* device-side checks read at the next wait */
-  size_t nchecks, cap_checks;
-  char inject_op[64];          /* testing: the next completion of this op fails */
-  int track_done;              /* marks are alive: launches get done times (callbacks) */
-  int tracing;                 /* the profiler is recording launches (trace below) */
-  struct tpj_rt_trace_entry* trace;
-  size_t ntrace, cap_trace;
-};
-
-struct tpj_rt_check {
-  tpj_rt_buffer_t* flag;       /* owned reference: 0-d bool, true = failed */
-  char* message;               /* owned */
-};
-
-struct tpj_rt_exe {
-  int refcount;
-  PJRT_LoadedExecutable* exe;
-  const PJRT_Api* api;
-  size_t num_outputs;
-};
 
 static atomic_llong g_live_buffers;
 static atomic_llong g_h2d_bytes, g_d2h_bytes;
@@ -99,17 +39,6 @@ static void tpj_rt_count_bytes(int device, long long delta) {
   }
 }
 
-/* True when the plugin's PJRT_Api table is long enough to hold `field` and
- * fills it: plugins built against an older minor version have shorter
- * tables (the struct is append-only). */
-#define TPJ_RT_HAS(api, field)                                              \
-  ((api)->struct_size >= offsetof(PJRT_Api, field) + sizeof((api)->field) && \
-   (api)->field != NULL)
-
-#define TPJ_ARGS(type, name) \
-  type name;                 \
-  memset(&name, 0, sizeof(name)); \
-  name.struct_size = type##_STRUCT_SIZE
 
 static char* tpj_strndup(const char* s, size_t n) {
   char* p = (char*)malloc(n + 1);
@@ -120,7 +49,7 @@ static char* tpj_strndup(const char* s, size_t n) {
 }
 
 /* The one function that turns a PJRT_Error into a status; destroys err. */
-static tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err,
+tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err,
                                             const char* what) {
   if (!err) return NULL;
   TPJ_ARGS(PJRT_Error_Message_Args, m);
@@ -158,8 +87,6 @@ static tpj_status_t tpj_rt_status_from_pjrt(const PJRT_Api* api, PJRT_Error* err
   return s;
 }
 
-#define TPJ_PJRT(rt_api, call, what) \
-  TPJ_RETURN_IF_ERROR(tpj_rt_status_from_pjrt((rt_api), (call), (what)))
 
 static void tpj_rt_event_destroy(const PJRT_Api* api, PJRT_Event* ev) {
   if (!ev) return;
@@ -170,7 +97,7 @@ static void tpj_rt_event_destroy(const PJRT_Api* api, PJRT_Event* ev) {
 }
 
 /* Waits for ev, destroys it, returns its failure (if any). */
-static tpj_status_t tpj_rt_event_await(const PJRT_Api* api, PJRT_Event* ev,
+tpj_status_t tpj_rt_event_await(const PJRT_Api* api, PJRT_Event* ev,
                                        const char* what) {
   if (!ev) return NULL;
   TPJ_ARGS(PJRT_Event_Await_Args, a);
@@ -258,6 +185,7 @@ static tpj_status_t tpj_rt_read_devices(tpj_rt_t* rt) {
     size_t kind_len = strlen(kind);
     const char* desc = "";
     size_t desc_len = 0;
+    rt->device_id[i] = i;
     if (TPJ_RT_HAS(api, PJRT_Device_GetDescription)) {
       TPJ_ARGS(PJRT_Device_GetDescription_Args, g);
       g.device = rt->devices[i];
@@ -275,6 +203,13 @@ static tpj_status_t tpj_rt_read_devices(tpj_rt_t* rt) {
           } else {
             tpj_status_free(tpj_rt_status_from_pjrt(api, e, "device kind"));
           }
+        }
+        if (TPJ_RT_HAS(api, PJRT_DeviceDescription_Id)) {
+          TPJ_ARGS(PJRT_DeviceDescription_Id_Args, d);
+          d.device_description = g.device_description;
+          e = api->PJRT_DeviceDescription_Id(&d);
+          if (!e) rt->device_id[i] = d.id;
+          else tpj_status_free(tpj_rt_status_from_pjrt(api, e, "device id"));
         }
         if (TPJ_RT_HAS(api, PJRT_DeviceDescription_DebugString)) {
           TPJ_ARGS(PJRT_DeviceDescription_DebugString_Args, d);
@@ -529,7 +464,7 @@ static PJRT_Buffer_Type tpj_rt_pjrt_type(tpj_dtype_t dt) {
   }
 }
 
-static tpj_rt_buffer_t* tpj_rt_buffer_wrap(const PJRT_Api* api, PJRT_Buffer* b, tpj_dtype_t dtype,
+tpj_rt_buffer_t* tpj_rt_buffer_wrap(const PJRT_Api* api, PJRT_Buffer* b, tpj_dtype_t dtype,
                                            const int64_t* dims, int ndim, int device) {
   tpj_rt_buffer_t* buf = (tpj_rt_buffer_t*)calloc(1, sizeof(*buf));
   if (!buf) return NULL;
@@ -553,7 +488,7 @@ tpj_rt_buffer_t* tpj_rt_buffer_placeholder(tpj_dtype_t dtype, const int64_t* dim
 }
 
 /* The one message for a host-side use of a traced value. */
-static tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* what) {
+tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* what) {
   if (buf->pjrt) return NULL;
   /* Only a reader racing the write that consumed it can see a donated
    * buffer (see tpj_rt_execute_donated): an error, not a crash. */
@@ -566,7 +501,7 @@ static tpj_status_t tpj_rt_check_real(const tpj_rt_buffer_t* buf, const char* wh
                          "(a data-dependent op inside a compiled graph)", what);
 }
 
-static void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
+void tpj_rt_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* b) {
   if (!b) return;
   TPJ_ARGS(PJRT_Buffer_Destroy_Args, d);
   d.buffer = b;
@@ -598,7 +533,8 @@ static void tpj_rt_upload_ready(PJRT_Error* error, void* user_arg) {
  * thread, or before returning). On failure done is not called. */
 static tpj_status_t tpj_rt_upload(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
                                   const int64_t* dims, int ndim, const void* data,
-                                  void (*done)(void*), void* ctx, tpj_rt_buffer_t** out_buf) {
+                                  void (*done)(void*), void* ctx, int zero_copy,
+                                  tpj_rt_buffer_t** out_buf) {
   *out_buf = NULL;
   TPJ_RETURN_IF_ERROR(tpj_rt_check_device(rt, device));
   if (ndim < 0 || ndim > TPJ_MAX_DIMS)
@@ -616,8 +552,13 @@ static tpj_status_t tpj_rt_upload(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
   a.type = t;
   a.dims = dims;
   a.num_dims = (size_t)ndim;
-  a.host_buffer_semantics = async ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
-                                  : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  /* Zero copy: the buffer may alias data for its whole life (the CPU plugin
+   * does when data is aligned as it wants); done_with_host_buffer is then
+   * ready when the buffer is freed, or at once where the plugin copied. */
+  a.host_buffer_semantics =
+      async && zero_copy ? PJRT_HostBufferSemantics_kImmutableZeroCopy
+      : async            ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
+                         : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = rt->devices[device];
   TPJ_PJRT(api, api->PJRT_Client_BufferFromHostBuffer(&a), "copying to the device");
   tpj_status_t s = NULL;
@@ -655,14 +596,20 @@ static tpj_status_t tpj_rt_upload(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
 tpj_status_t tpj_rt_buffer_from_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
                                      const int64_t* dims, int ndim, const void* data,
                                      tpj_rt_buffer_t** out_buf) {
-  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, NULL, NULL, out_buf);
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, NULL, NULL, 0, out_buf);
 }
 
 tpj_status_t tpj_rt_buffer_from_host_async(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
                                            const int64_t* dims, int ndim, const void* data,
                                            void (*done)(void*), void* ctx,
                                            tpj_rt_buffer_t** out_buf) {
-  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, done, ctx, out_buf);
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, done, ctx, 0, out_buf);
+}
+
+tpj_status_t tpj_rt_buffer_alias_host(tpj_rt_t* rt, int device, tpj_dtype_t dtype,
+                                      const int64_t* dims, int ndim, const void* data,
+                                      void (*done)(void*), void* ctx, tpj_rt_buffer_t** out_buf) {
+  return tpj_rt_upload(rt, device, dtype, dims, ndim, data, done, ctx, 1, out_buf);
 }
 
 int64_t tpj_rt_buffer_numel(const tpj_rt_buffer_t* buf) {
@@ -778,7 +725,7 @@ static const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20,
 
 /* Takes over a loaded executable (destroyed on failure) and learns its
  * output count where the plugin says. */
-static tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
+tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
                                     tpj_rt_exe_t** out_exe) {
   tpj_rt_exe_t* exe = (tpj_rt_exe_t*)calloc(1, sizeof(*exe));
   if (!exe) {
@@ -813,8 +760,10 @@ static tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* 
   return NULL;
 }
 
-tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
-                            tpj_rt_exe_t** out_exe) {
+/* Compiles StableHLO text with a serialized xla.CompileOptionsProto. */
+tpj_status_t tpj_rt_compile_with(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                                        const char* options, size_t options_len,
+                                        tpj_rt_exe_t** out_exe) {
   *out_exe = NULL;
   const PJRT_Api* api = rt->api;
   TPJ_ARGS(PJRT_Program, prog);
@@ -825,10 +774,16 @@ tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
   TPJ_ARGS(PJRT_Client_Compile_Args, a);
   a.client = rt->client;
   a.program = &prog;
-  a.compile_options = kCompileOptions;
-  a.compile_options_size = sizeof(kCompileOptions);
+  a.compile_options = options;
+  a.compile_options_size = options_len;
   TPJ_PJRT(api, api->PJRT_Client_Compile(&a), "compiling");
   return tpj_rt_exe_wrap(api, a.executable, out_exe);
+}
+
+tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
+                            tpj_rt_exe_t** out_exe) {
+  return tpj_rt_compile_with(rt, mlir, mlir_len, kCompileOptions, sizeof(kCompileOptions),
+                             out_exe);
 }
 
 tpj_status_t tpj_rt_exe_serialize(tpj_rt_t* rt, const tpj_rt_exe_t* exe, char** out_bytes,
@@ -1040,7 +995,7 @@ static void tpj_rt_trace_locked(tpj_rt_t* rt, tpj_rt_pending_t* p, int64_t t_lau
   e->done = d;
 }
 
-static tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
+tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
                                     const char* op, int64_t t_launch) {
   pthread_mutex_lock(&rt->mu);
   /* Pruning asks every pending event whether it is ready; with work backed

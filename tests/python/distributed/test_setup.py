@@ -38,4 +38,5 @@ def test_info_names_the_transport():
 
     out = subprocess.run([sys.executable, "-m", "torch_pjrt", "info"], capture_output=True,
                          text=True, check=True).stdout
-    assert 'c10d backend "pjrt", transport gloo (host staging)' in out, out
+    assert ('c10d backend "pjrt", transport gloo (host staging) across processes, xla '
+            "between this process's devices (local_groups)") in out, out
