@@ -33,8 +33,10 @@ def seed_checkpoint(titan_assets, tmp_path_factory):
 def _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, name, **kw):
     out = str(tmp_path_factory.mktemp(name))
     shutil.copytree(seed_checkpoint, os.path.join(out, "checkpoint"))
+    # a constant learning rate after warmup: TorchTitan's default schedule
+    # decays over the run's own length, which differs between the runs
     return train(titan_assets, out, "--checkpoint.enable", "--checkpoint.interval", "1000",
-                 batch=1, **LLAMA, **kw)
+                 "--lr_scheduler.decay_ratio", "0.0", batch=1, **LLAMA, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def test_llama3_unchanged_config_trains(titan_assets, tmp_path):
     assert steps[4]["loss"] < steps[1]["loss"]
 
 
-@pytest.mark.parametrize("nproc,nsteps", [(2, 6), (4, 3)])
+@pytest.mark.parametrize("nproc,nsteps", [(2, 6), (4, 2)])
 def test_llama3_fsdp_matches_single_process(nproc, nsteps, llama_single, titan_assets,
                                             tmp_path_factory, seed_checkpoint):
     """FSDP2 over nproc processes (TorchTitan shards every parameter), each
