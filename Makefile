@@ -21,7 +21,7 @@ CORE_SRC := $(sort $(wildcard src/*/*.c))
 CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 CTEST_SRC := $(sort $(wildcard tests/c/*.c))
 
-.PHONY: all setup lib ctest pytest test demo bench clean coverage vllm
+.PHONY: all setup lib ctest pytest test demo bench clean coverage vllm titan
 
 all: lib
 
@@ -50,6 +50,15 @@ $(VENV)/.stamp-vllm: requirements-vllm.txt $(VENV)/.stamp-deps
 
 vllm: setup $(VENV)/.stamp-vllm
 
+# TorchTitan for `torchrun -m torchtitan.train` on tpu (tests/python/titan):
+# a pinned list installed without dependency resolution, as for vLLM
+# (requirements-titan.txt says why). Reruns only when the list changes.
+$(VENV)/.stamp-titan: requirements-titan.txt $(VENV)/.stamp-deps
+	$(PIP) install -q --no-deps -r requirements-titan.txt
+	touch $@
+
+titan: setup $(VENV)/.stamp-titan
+
 # The core needs only pjrt_c_api.h: from the venv's xla-cpu-pjrt wheel, unless
 # PJRT_INCLUDE names a folder (setup.py does; so do machines without the venv).
 HEADER_DEP := $(if $(filter command line environment,$(origin PJRT_INCLUDE)),,$(VENV)/.stamp-deps)
@@ -77,7 +86,7 @@ pytest: setup
 	$(PY) -m pytest -q tests/python
 	$(PY) -m pytest -q -p no:cacheprovider tests/opinfo -k errors_match_cpu
 
-test: setup vllm ctest pytest
+test: setup vllm titan ctest pytest
 
 demo: setup
 	$(PY) examples/demo.py

@@ -170,6 +170,132 @@ bool nested_mask_left_aligned(const Tensor& t, const Tensor& mask) {
   return at::all(mask.narrow(1, 1, n - 1).le(mask.narrow(1, 0, n - 1))).item<bool>();
 }
 
+
+// torch.nn.attention.varlen's ops (torch_attn::_varlen_attn and
+// _varlen_attn_backward; TorchTitan's "varlen" attention calls them): the
+// lowering in src/ops/attention.c computes the per-document masked attention
+// and its log-sum-exp in one program. Their defaults call
+// aten::_flash_attention_forward, which has no CPU kernel. The paged-KV
+// (block_table, seqused_k) and split-KV arguments are inference-only and
+// refused here, by name.
+constexpr const char* kVarlen = "torch_attn::_varlen_attn";
+constexpr const char* kVarlenBwd = "torch_attn::_varlen_attn_backward";
+
+void check_varlen(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                  const Tensor& cu_q, const Tensor& cu_k) {
+  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, op,
+              ": expected query, key and value of shape (total, heads, head_dim), got ",
+              q.sizes(), ", ", k.sizes(), " and ", v.sizes());
+  TORCH_CHECK(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(), op,
+              ": query, key and value must have the same dtype, got ", q.scalar_type(), ", ",
+              k.scalar_type(), " and ", v.scalar_type());
+  TORCH_CHECK(at::isFloatingType(q.scalar_type()), op,
+              ": expected a floating dtype, got ", q.scalar_type());
+  TORCH_CHECK(k.sizes() == v.sizes(), op, ": key and value must have the same shape, got ",
+              k.sizes(), " and ", v.sizes());
+  TORCH_CHECK(q.size(2) == k.size(2), op, ": query and key head_dim differ: ", q.size(2),
+              " and ", k.size(2));
+  TORCH_CHECK(k.size(1) > 0 && q.size(1) % k.size(1) == 0, op, ": the query heads (",
+              q.size(1), ") must be a multiple of the key/value heads (", k.size(1), ")");
+  for (const Tensor* c : {&cu_q, &cu_k}) {
+    TORCH_CHECK(c->dim() == 1 && c->size(0) >= 2, op,
+                ": cu_seq_q and cu_seq_k must be 1-D with at least 2 offsets, got shape ",
+                c->sizes());
+    TORCH_CHECK(c->scalar_type() == at::kInt || c->scalar_type() == at::kLong, op,
+                ": cu_seq_q and cu_seq_k must be int32 or int64, got ", c->scalar_type());
+  }
+  TORCH_CHECK(cu_q.size(0) == cu_k.size(0), op,
+              ": cu_seq_q and cu_seq_k must have the same number of offsets, got ", cu_q.size(0),
+              " and ", cu_k.size(0));
+  (void)common_device(op, {&q, &k, &v, &cu_q, &cu_k});
+}
+
+// attrs shared by forward and backward: {accumulation dtype, causal, window
+// left, window right}
+std::vector<int64_t> varlen_attrs(const Tensor& q, bool is_causal,
+                                  at::OptionalSymIntArrayRef window) {
+  int64_t left = -1, right = -1;
+  if (window.has_value()) {
+    TORCH_CHECK(window->size() == 2, "window_size must have length 2, got ", window->size());
+    left = (*window)[0].guard_int(__FILE__, __LINE__);
+    right = (*window)[1].guard_int(__FILE__, __LINE__);
+  }
+  at::ScalarType cd = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  return {to_tpj_dtype(cd), is_causal ? 1 : 0, left, right};
+}
+
+double varlen_scale(const Tensor& q, std::optional<double> scale) {
+  return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+}
+
+std::tuple<Tensor, Tensor, Tensor> varlen_attn(
+    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_q, const OptTensor& cu_k,
+    c10::SymInt max_q, c10::SymInt max_k, bool is_causal, std::optional<double> scale,
+    at::OptionalSymIntArrayRef window, bool enable_gqa, const OptTensor& seqused_k,
+    const OptTensor& block_table, std::optional<c10::SymInt> num_splits) {
+  (void)max_q, (void)max_k, (void)num_splits;
+  TORCH_CHECK_NOT_IMPLEMENTED(!(seqused_k && seqused_k->defined()) &&
+                                  !(block_table && block_table->defined()),
+                              kVarlen, ": seqused_k and block_table (paged KV) are not "
+                              "supported on tpu");
+  const Tensor& ck = cu_k && cu_k->defined() ? *cu_k : cu_q;
+  check_varlen(kVarlen, q, k, v, cu_q, ck);
+  TORCH_CHECK(enable_gqa || q.size(1) == k.size(1), kVarlen, ": query has ", q.size(1),
+              " heads and key/value ", k.size(1), "; pass enable_gqa=True for GQA");
+  c10::Device dev = q.device();
+  c10::DeviceGuard guard(dev);
+  Tensor out = new_output(q.sizes(), q.scalar_type(), dev);
+  Tensor lse = new_output({q.size(1), q.size(0)}, at::kFloat, dev);
+  std::vector<int64_t> attrs = varlen_attrs(q, is_causal, window);
+  if (q.numel() > 0 && k.size(0) > 0) {
+    OpArgs a;
+    for (const Tensor* t : {&q, &k, &v, &cu_q, &ck}) a.tensor(*t);
+    a.scalar(varlen_scale(q, scale), static_cast<at::ScalarType>(at::kDouble), dev.index());
+    run_op(kVarlen, dev.index(), a, attrs, {out, lse});
+  } else {
+    out.zero_();
+    lse.fill_(std::numeric_limits<double>::infinity());
+  }
+  // dropout is always 0 here, so the RNG state is unused, as on CUDA
+  Tensor rng = at::zeros({2}, q.options().dtype(at::kUInt64));
+  return {out, lse, rng};
+}
+
+std::tuple<Tensor, Tensor, Tensor> varlen_attn_backward(
+    const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+    const Tensor& lse, const Tensor& cu_q, const Tensor& cu_k, c10::SymInt max_q,
+    c10::SymInt max_k, bool is_causal, const Tensor& rng_state, std::optional<double> scale,
+    at::OptionalSymIntArrayRef window) {
+  (void)max_q, (void)max_k, (void)rng_state;
+  check_varlen(kVarlenBwd, q, k, v, cu_q, cu_k);
+  TORCH_CHECK(grad_out.sizes() == q.sizes() && out.sizes() == q.sizes(), kVarlenBwd,
+              ": grad_out and out must have query's shape ", q.sizes());
+  TORCH_CHECK(lse.dim() == 2 && lse.size(0) == q.size(1) && lse.size(1) == q.size(0), kVarlenBwd,
+              ": lse must have shape (heads, total_q) = [", q.size(1), ", ", q.size(0), "], got ",
+              lse.sizes());
+  c10::Device dev = q.device();
+  c10::DeviceGuard guard(dev);
+  Tensor dq = new_output(q.sizes(), q.scalar_type(), dev);
+  Tensor dk = new_output(k.sizes(), k.scalar_type(), dev);
+  Tensor dv = new_output(v.sizes(), v.scalar_type(), dev);
+  if (q.numel() > 0 && k.size(0) > 0) {
+    // the operands in the lowering's dtype: grad_out and out may come back
+    // from autograd in another one (float32 grads of a bf16 model)
+    Tensor go = grad_out.scalar_type() == q.scalar_type() ? grad_out : grad_out.to(q.scalar_type());
+    Tensor o = out.scalar_type() == q.scalar_type() ? out : out.to(q.scalar_type());
+    OpArgs a;
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&go, &q, &k, &v, &o, &lse, &cu_q, &cu_k})
+      a.tensor(*t);
+    a.scalar(varlen_scale(q, scale), static_cast<at::ScalarType>(at::kDouble), dev.index());
+    run_op(kVarlenBwd, dev.index(), a, varlen_attrs(q, is_causal, window), {dq, dk, dv});
+  } else {
+    dq.zero_();
+    dk.zero_();
+    dv.zero_();
+  }
+  return {dq, dk, dv};
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -180,4 +306,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_transformer_encoder_layer_fwd", TORCH_FN(encoder_layer_fwd));
   m.impl("_nested_tensor_from_mask", TORCH_FN(nested_from_mask));
   m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(nested_mask_left_aligned));
+}
+
+// torch.nn.attention.varlen defines the torch_attn library when it is
+// imported; the dispatcher keeps these kernels until then.
+TORCH_LIBRARY_IMPL(torch_attn, PrivateUse1, m) {
+  using namespace torch_pjrt;
+  m.impl("_varlen_attn", TORCH_FN(varlen_attn));
+  m.impl("_varlen_attn_backward", TORCH_FN(varlen_attn_backward));
+}
+
+// The backward takes the forward's uint64 RNG state (never read: dropout is
+// always 0 here). A uint64 tensor carries the storage-only dtypes' key
+// (FPGA, csrc/device/storage_dtypes.cpp), and for this op that key's slot
+// holds the op's CompositeExplicitAutograd default (FlashAttention), not the
+// storage-only fallback: the tpu kernel is registered there too.
+TORCH_LIBRARY_IMPL(torch_attn, FPGA, m) {
+  using namespace torch_pjrt;
+  m.impl("_varlen_attn_backward", TORCH_FN(varlen_attn_backward));
 }

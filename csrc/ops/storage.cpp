@@ -167,6 +167,24 @@ at::Tensor view_dtype(const at::Tensor& self, at::ScalarType dtype) {
   return with_dtype_keys(at::native::view_dtype(self, dtype));
 }
 
+
+// torch._assert_async: CUDA checks the value on the device and fails a later
+// launch. Here the flag "the value is zero" is computed on the device and
+// handed to the runtime, which reads it at the next wait (synchronize, a copy
+// to the host) and fails that wait with the message: no host round trip per
+// call (TorchTitan's RoPE asserts its positions this way every layer).
+void assert_async_msg(const at::Tensor& self, c10::string_view msg) {
+  TORCH_CHECK(self.numel() != 0, "Boolean value of Tensor with no values is ambiguous");
+  TORCH_CHECK(self.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
+  check_supported(self, "_assert_async");
+  at::Tensor failed = self.reshape({}).eq(0).contiguous();
+  std::string text = msg.empty() ? std::string("Expected Tensor with single nonzero value, but "
+                                               "got zero")
+                                 : std::string(msg);
+  TPJ_CHECK(tpj_rt_check_later(rt(), buffer_of(failed).get(), text.c_str()));
+}
+
+void assert_async(const at::Tensor& self) { assert_async_msg(self, ""); }
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -188,6 +206,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
   m.impl("zero_", TORCH_FN(zero_));
+  m.impl("_assert_async", TORCH_FN(assert_async));
+  m.impl("_assert_async.msg", TORCH_FN(assert_async_msg));
 }
 
 namespace torch_pjrt {

@@ -164,12 +164,37 @@ def _allow_bf16_hook() -> None:
     DDP._check_comm_hook = check
 
 
+def _add_set_timeout() -> None:
+    """torch.distributed.set_timeout(timeout, group=None), PyTorch's newer
+    public name for _set_pg_timeout, which TorchTitan 0.3.0 calls after its
+    first step; torch 2.13 lacks it. Added only where missing. A gloo backend
+    of the group gets the new default timeout; a "pjrt" backend keeps the one
+    it was created with (init_process_group's timeout), which bounds its
+    collectives as before."""
+    if hasattr(dist, "set_timeout"):
+        return
+    c10d = dist.distributed_c10d
+
+    def set_timeout(timeout: datetime.timedelta, group=None) -> None:
+        if group is None:
+            group = c10d._get_default_group()
+        if c10d._rank_not_in_group(group):
+            raise ValueError("Invalid process group specified")
+        for device in group._device_types:
+            backend = group._get_backend(device)
+            if isinstance(backend, dist.ProcessGroupGloo):
+                backend._set_default_timeout(timeout)
+
+    dist.set_timeout = set_timeout
+
+
 def _register() -> None:
     if not dist.is_available():
         return
     dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=["tpu"])
     _patch_group_helper()
     _allow_bf16_hook()
+    _add_set_timeout()
 
 
 _register()

@@ -117,6 +117,10 @@ void tpj_lower_full(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_view_copy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
+/* varlen attention over packed documents (ops/attention.c) */
+void tpj_lower_varlen_attn(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_varlen_attn_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+
 /* batch/group/layer norm (norm.c), activations (activation.c), pointwise
  * losses (loss_pointwise.c). */
 void tpj_lower_silu(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

@@ -393,6 +393,8 @@ static const tpj_op_def_t kOps[] = {
     {"aten::var_mean.correction", tpj_lower_var},
     {"aten::where.self", tpj_lower_where},
     {"aten::xlogy.Tensor", tpj_lower_xlogy},
+    {"torch_attn::_varlen_attn", tpj_lower_varlen_attn},
+    {"torch_attn::_varlen_attn_backward", tpj_lower_varlen_attn_backward},
     {"tpj::complex_scan", tpj_lower_complex_scan},
     {"tpj::count_nonzero", tpj_lower_count_nonzero},
     {"tpj::full", tpj_lower_full},

@@ -173,3 +173,124 @@ def test_nested_mask_left_aligned_matches_cpu():
         m = torch.tensor(rows, dtype=torch.bool)
         assert (torch._nested_tensor_from_mask_left_aligned(x.to("tpu"), m.to("tpu"))
                 == torch._nested_tensor_from_mask_left_aligned(x, m))
+
+
+# --- torch.nn.attention.varlen (TorchTitan's varlen attention) ------------
+
+def _varlen_reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1)):
+    """Per-document attention in float64 on the CPU: each document's rows
+    attend to that document's keys through SDPA's math with an explicit
+    mask (bottom-right aligned, FlashAttention's convention), and the
+    log-sum-exp of its scaled scores. Rows past the last offset: 0 and +inf."""
+    q, k, v = (t.double() for t in (q, k, v))
+    tq, hq, d = q.shape
+    g = hq // k.shape[1]
+    k = k.repeat_interleave(g, dim=1)
+    v = v.repeat_interleave(g, dim=1)
+    out = torch.zeros_like(q)
+    lse = torch.full((hq, tq), float("inf"), dtype=torch.float64)
+    scale = d ** -0.5 if scale is None else scale
+    left, right = window
+    if causal:
+        right = 0
+    for i in range(len(cu_q) - 1):
+        q0, q1, k0, k1 = int(cu_q[i]), int(cu_q[i + 1]), int(cu_k[i]), int(cu_k[i + 1])
+        lq, lk = q1 - q0, k1 - k0
+        if lq == 0:
+            continue
+        s = torch.einsum("qhd,khd->hqk", q[q0:q1], k[k0:k1]) * scale
+        qi = torch.arange(lq)[:, None] + (lk - lq)
+        kj = torch.arange(lk)[None, :]
+        allowed = torch.ones(lq, lk, dtype=torch.bool)
+        if right >= 0:
+            allowed &= kj <= qi + right
+        if left >= 0:
+            allowed &= kj >= qi - left
+        s = s.masked_fill(~allowed, float("-inf"))
+        l = torch.logsumexp(s, dim=-1)
+        p = torch.exp(s - l[..., None]).nan_to_num(0.0)
+        out[q0:q1] = torch.einsum("hqk,khd->qhd", p, v[k0:k1])
+        lse[:, q0:q1] = l
+    return out, lse
+
+
+_VARLEN_CASES = [
+    # (doc lengths q, doc lengths k, hq, hk, causal, window, padding rows)
+    ([5, 3, 8], None, 4, 4, True, (-1, -1), 0),
+    ([5, 3, 8], None, 4, 2, True, (-1, -1), 0),
+    ([4, 6], None, 2, 2, False, (-1, -1), 0),
+    ([7, 1, 4], None, 4, 1, False, (2, 1), 0),
+    ([6, 6], None, 2, 2, True, (3, -1), 0),
+    ([3, 5], [6, 5], 2, 2, True, (-1, -1), 0),
+    ([3, 5], None, 2, 2, True, (-1, -1), 3),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_VARLEN_CASES)))
+def test_varlen_attn_matches_reference(case):
+    from torch.nn.attention.varlen import varlen_attn, AuxRequest
+    lq, lk, hq, hk, causal, window, pad = _VARLEN_CASES[case]
+    lk = lk or lq
+    torch.manual_seed(case)
+    d = 8
+    cu_q = torch.tensor([0] + list(torch.tensor(lq).cumsum(0)), dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(torch.tensor(lk).cumsum(0)), dtype=torch.int32)
+    q = torch.randn(sum(lq) + pad, hq, d, requires_grad=True)
+    k = torch.randn(sum(lk) + pad, hk, d, requires_grad=True)
+    v = torch.randn(sum(lk) + pad, hk, d, requires_grad=True)
+    win = (-1, 0) if causal and window == (-1, -1) else window
+    if causal and window != (-1, -1):
+        win = (window[0], 0)
+    qt, kt, vt = (t.detach().to("tpu").requires_grad_() for t in (q, k, v))
+    out, lse = varlen_attn(qt, kt, vt, cu_q.to("tpu"), cu_k.to("tpu"), max(lq), max(lk),
+                           return_aux=AuxRequest(lse=True), window_size=win,
+                           enable_gqa=hq != hk)
+    want, want_lse = _varlen_reference(q, k, v, cu_q, cu_k, win[1] == 0, None, win)
+    torch.testing.assert_close(out.cpu().double(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lse.cpu().double(), want_lse, rtol=1e-5, atol=1e-5)
+    go = torch.randn_like(q)
+    want.backward(go.double())
+    out.backward(go.to("tpu"))
+    for got, ref in ((qt, q), (kt, k), (vt, v)):
+        torch.testing.assert_close(got.grad.cpu().double(), ref.grad.double(),
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_varlen_attn_bfloat16_close_to_float32():
+    from torch.nn.attention.varlen import varlen_attn
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(16, 4, 16) for _ in range(3))
+    cu = torch.tensor([0, 9, 16], dtype=torch.int32)
+    want, _ = _varlen_reference(q, k, v, cu, cu, True, None)
+    got = varlen_attn(*(t.to("tpu", torch.bfloat16) for t in (q, k, v)), cu.to("tpu"),
+                      cu.to("tpu"), 9, 9, window_size=(-1, 0))
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.cpu().double(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_varlen_attn_errors():
+    from torch.nn.attention.varlen import varlen_attn
+    q = torch.randn(8, 4, 8, device="tpu")
+    k = torch.randn(8, 2, 8, device="tpu")
+    cu = torch.tensor([0, 8], dtype=torch.int32, device="tpu")
+    with pytest.raises(ValueError, match="enable_gqa=True"):
+        varlen_attn(q, k, k, cu, cu, 8, 8)
+    with pytest.raises(RuntimeError, match="cu_seq_q and cu_seq_k must be 1-D"):
+        varlen_attn(q, q, q, cu[:1], cu[:1], 8, 8)
+    with pytest.raises(RuntimeError, match="must be int32 or int64"):
+        varlen_attn(q, q, q, cu.float(), cu.float(), 8, 8)
+    with pytest.raises(NotImplementedError, match="paged KV"):
+        varlen_attn(q, q, q, cu, cu, 8, 8, seqused_k=torch.tensor([8], device="tpu",
+                                                                  dtype=torch.int32))
+
+
+def test_assert_async_checks_on_the_device():
+    ok = torch.tensor(True, device="tpu")
+    torch._assert_async(ok, "never")
+    torch.tpu.synchronize()
+    bad = torch.tensor([3.0], device="tpu") > 5
+    torch._assert_async(bad, "positions out of range")
+    with pytest.raises(Exception, match="positions out of range"):
+        torch.tpu.synchronize()
+    with pytest.raises(RuntimeError, match="more than one value"):
+        torch._assert_async(torch.ones(2, device="tpu"))

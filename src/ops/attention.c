@@ -1,0 +1,220 @@
+/* ops/attention: variable-length ("varlen") attention over packed
+ * documents, the math FlashAttention's varlen kernels compute, for
+ * torch.nn.attention.varlen (torch_attn::_varlen_attn and its backward;
+ * TorchTitan's varlen attention calls these).
+ *
+ * q is (Tq, Hq, D), k and v are (Tk, Hk, D) with Hq a multiple of Hk (query
+ * head h reads key head h / (Hq / Hk), as SDPA's enable_gqa). cu_seq_q and
+ * cu_seq_k (N + 1 offsets) cut the rows into N documents; a query attends
+ * only to the keys of its own document, and with causal or a window only to
+ * those the bottom-right aligned band allows (FlashAttention's convention:
+ * the last query of a document sees the last key of it). Rows past the last
+ * offset belong to no document: their output is 0 and their log-sum-exp is
+ * +inf, as FlashAttention leaves them, so the backward gives them no
+ * gradient.
+ *
+ * The scores are computed densely over all Tq x Tk pairs with the mask
+ * built from the offsets on the device (no host round trip, one program per
+ * shape whatever the document lengths), in the accumulation dtype. The
+ * backward recomputes the probabilities from the saved log-sum-exp, as
+ * FlashAttention does. */
+#include <math.h>
+
+#include "ops/lower_util.h"
+#include "ops/ops.h"
+#include "ops/sugar.h"
+
+/* Per row t of a packed sequence cut by cu (N + 1 offsets, i64): which
+ * document it is in (N for none), its position in that document and that
+ * document's length. */
+typedef struct {
+  tpj_hlo_value_t doc, rel, len;
+} tpj_varlen_rows_t;
+
+static tpj_varlen_rows_t tpj_varlen_rows(tpj_hlo_builder_t* b, tpj_hlo_value_t cu, int64_t t) {
+  tpj_varlen_rows_t r;
+  int64_t n = cu.dims[0] - 1;
+  tpj_hlo_value_t cu64 = tpj_hlo_emit_convert(b, cu, TPJ_I64);
+  tpj_hlo_value_t ends = tpj_ops_range_1d(b, cu64, 1, n + 1);
+  int64_t tn[2] = {t, n}, d1 = 1;
+  tpj_hlo_value_t pos = tpj_hlo_emit_iota(b, TPJ_I64, tn, 2, 0);
+  tpj_hlo_value_t ends2 = tpj_hlo_emit_broadcast_in_dim(b, ends, tn, 2, &d1);
+  /* doc = the number of documents that end at or before row t */
+  tpj_hlo_value_t past = tpj_hlo_emit_convert(b, CMP(pos, ends2, "GE"), TPJ_I64);
+  r.doc = tpj_hlo_emit_reduce(b, past, tpj_hlo_emit_zero(b, TPJ_I64), &d1, 1, "stablehlo.add");
+  tpj_hlo_value_t row = tpj_hlo_emit_iota(b, TPJ_I64, &t, 1, 0);
+  /* a row in no document reads the last offset twice: length 0 */
+  tpj_hlo_value_t nxt = tpj_hlo_emit_select(b, CMP(r.doc, tpj_ops_i64_like(b, r.doc, n), "LT"),
+                                            ADD(r.doc, tpj_ops_i64_like(b, r.doc, 1)), r.doc);
+  tpj_hlo_value_t start = tpj_hlo_emit_gather_1d(b, cu64, r.doc);
+  r.rel = SUB(row, start);
+  r.len = SUB(tpj_hlo_emit_gather_1d(b, cu64, nxt), start);
+  return r;
+}
+
+/* The (Tq, Tk) mask of allowed pairs. attrs: causal, window left, window
+ * right (-1: unbounded). */
+static tpj_hlo_value_t tpj_varlen_mask(tpj_hlo_builder_t* b, tpj_hlo_value_t cu_q,
+                                       tpj_hlo_value_t cu_k, int64_t tq, int64_t tk,
+                                       int64_t causal, int64_t left, int64_t right) {
+  int64_t n = cu_q.dims[0] - 1;
+  tpj_varlen_rows_t q = tpj_varlen_rows(b, cu_q, tq), k = tpj_varlen_rows(b, cu_k, tk);
+  int64_t qk[2] = {tq, tk}, d0 = 0, d1 = 1;
+#define ROWS(x) tpj_hlo_emit_broadcast_in_dim(b, x, qk, 2, &d0)
+#define COLS(x) tpj_hlo_emit_broadcast_in_dim(b, x, qk, 2, &d1)
+  tpj_hlo_value_t dq = ROWS(q.doc);
+  tpj_hlo_value_t m = AND(CMP(dq, COLS(k.doc), "EQ"),
+                          CMP(dq, tpj_ops_i64_like(b, dq, n), "LT"));
+  if (causal) right = 0;
+  if (left >= 0 || right >= 0) {
+    /* the key position that lines up with query row i of the same document:
+     * rel_q + (len_k - len_q), the bottom-right alignment */
+    tpj_hlo_value_t klen = tpj_hlo_emit_gather_1d(
+        b, tpj_hlo_emit_convert(b, SUB(tpj_ops_range_1d(b, cu_k, 1, n + 1),
+                                       tpj_ops_range_1d(b, cu_k, 0, n)), TPJ_I64),
+        tpj_hlo_emit_select(b, CMP(q.doc, tpj_ops_i64_like(b, q.doc, n), "LT"), q.doc,
+                            tpj_ops_i64_like(b, q.doc, 0)));
+    tpj_hlo_value_t diag = ROWS(ADD(q.rel, SUB(klen, q.len)));
+    tpj_hlo_value_t kr = COLS(k.rel);
+    if (right >= 0) m = AND(m, CMP(kr, ADD(diag, tpj_ops_i64_like(b, diag, right)), "LE"));
+    if (left >= 0) m = AND(m, CMP(kr, SUB(diag, tpj_ops_i64_like(b, diag, left)), "GE"));
+  }
+#undef ROWS
+#undef COLS
+  return m;
+}
+
+/* q (Tq, Hk*G, D) as (Tq, Hk, G, D), k (Tk, Hk, D): the scores (Hk, G, Tq, Tk). */
+static tpj_hlo_value_t tpj_varlen_scores(tpj_hlo_builder_t* b, tpj_hlo_value_t q4,
+                                         tpj_hlo_value_t k, tpj_dtype_t cd) {
+  int64_t qb = 1, kb = 1, qc = 3, kc = 2;
+  /* batch Hk; q's free (Tq, G), k's free (Tk): (Hk, Tq, G, Tk) */
+  tpj_hlo_value_t s = tpj_hlo_emit_dot_general(b, q4, k, &qb, &kb, 1, &qc, &kc, 1, cd);
+  int64_t perm[4] = {0, 2, 1, 3};
+  return tpj_hlo_emit_transpose(b, s, perm);
+}
+
+typedef struct {
+  tpj_dtype_t cd;
+  int64_t tq, tk, hq, hk, g, d;
+  tpj_hlo_value_t q4, k, v, scale, mask4;
+} tpj_varlen_t;
+
+/* Reads the operands shared by forward and backward: q, k, v at in[qi..],
+ * cu_q, cu_k at in[ci..], the scale at in[si]; attrs {cd, causal, left,
+ * right}. */
+static int tpj_varlen_setup(tpj_op_ctx_t* ctx, int qi, int ci, int si, tpj_varlen_t* p) {
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_hlo_value_t q = ctx->in[qi], k = ctx->in[qi + 1], v = ctx->in[qi + 2];
+  if (q.ndim != 3 || k.ndim != 3 || v.ndim != 3 || ctx->in[ci].ndim != 1 ||
+      ctx->in[ci + 1].ndim != 1 || ctx->in[ci].dims[0] != ctx->in[ci + 1].dims[0] ||
+      ctx->in[ci].dims[0] < 1 || k.dims[1] == 0 || q.dims[1] % k.dims[1] != 0)
+    return tpj_ops_fail_operands(ctx, "torch_attn::_varlen_attn");
+  p->cd = (tpj_dtype_t)ctx->attrs[0];
+  p->tq = q.dims[0];
+  p->tk = k.dims[0];
+  p->hq = q.dims[1];
+  p->hk = k.dims[1];
+  p->g = p->hq / p->hk;
+  p->d = q.dims[2];
+  int64_t q4d[4] = {p->tq, p->hk, p->g, p->d};
+  p->q4 = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, q, p->cd), q4d, 4);
+  p->k = tpj_hlo_emit_convert(b, k, p->cd);
+  p->v = tpj_hlo_emit_convert(b, v, p->cd);
+  p->scale = tpj_hlo_emit_convert(b, ctx->in[si], p->cd);
+  tpj_hlo_value_t m = tpj_varlen_mask(b, ctx->in[ci], ctx->in[ci + 1], p->tq, p->tk,
+                                      ctx->attrs[1], ctx->attrs[2], ctx->attrs[3]);
+  int64_t sd[4] = {p->hk, p->g, p->tq, p->tk}, md[2] = {2, 3};
+  p->mask4 = tpj_hlo_emit_broadcast_in_dim(b, m, sd, 4, md);
+  return tpj_hlo_ok(b);
+}
+
+/* (Hk, G, Tq) -> (Hq, Tq): query head h = hk * G + g */
+static tpj_hlo_value_t tpj_varlen_heads_rows(tpj_hlo_builder_t* b, const tpj_varlen_t* p,
+                                             tpj_hlo_value_t x) {
+  int64_t d[2] = {p->hq, p->tq};
+  return tpj_hlo_emit_reshape(b, x, d, 2);
+}
+
+/* inputs: q, k, v, cu_q, cu_k, scale; outs: out (Tq, Hq, D), lse (Hq, Tq) */
+void tpj_lower_varlen_attn(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_varlen_t p;
+  if (!tpj_ops_need(ctx, 6, 4, 2, "torch_attn::_varlen_attn") ||
+      !tpj_varlen_setup(ctx, 0, 3, 5, &p))
+    return;
+  tpj_hlo_value_t s = tpj_varlen_scores(b, p.q4, p.k, p.cd);
+  s = MUL(s, tpj_ops_fill_like(b, p.scale, &s));
+  tpj_hlo_value_t ninf = tpj_ops_full_like(b, s, p.cd, -INFINITY);
+  s = SEL(p.mask4, s, ninf);
+  int64_t last = 3, sd[4] = {p.hk, p.g, p.tq, p.tk}, keep[3] = {0, 1, 2};
+  tpj_hlo_value_t mx = tpj_hlo_emit_reduce(b, s, tpj_hlo_emit_extreme(b, p.cd, 0), &last, 1,
+                                           "stablehlo.maximum");
+  /* a row with no allowed key: max -inf, shifted by 0 so exp gives 0s */
+  tpj_hlo_value_t empty = CMP(mx, tpj_ops_full_like(b, mx, p.cd, -INFINITY), "EQ");
+  mx = SEL(empty, tpj_ops_full_like(b, mx, p.cd, 0.0), mx);
+  tpj_hlo_value_t e = tpj_hlo_emit_unary(
+      b, "stablehlo.exponential", SUB(s, tpj_hlo_emit_broadcast_in_dim(b, mx, sd, 4, keep)));
+  tpj_hlo_value_t l = tpj_hlo_emit_reduce(b, e, tpj_hlo_emit_zero(b, p.cd), &last, 1,
+                                          "stablehlo.add");
+  tpj_hlo_value_t one = tpj_ops_full_like(b, l, p.cd, 1.0);
+  tpj_hlo_value_t lsafe = SEL(empty, one, l);
+  tpj_hlo_value_t lse = SEL(empty, tpj_ops_full_like(b, l, p.cd, INFINITY),
+                            ADD(mx, tpj_hlo_emit_unary(b, "stablehlo.log", lsafe)));
+  /* (Hk, G, Tq, Tk) . (Tk, Hk, D): batch Hk, contract Tk -> (Hk, G, Tq, D) */
+  int64_t pb = 0, vb = 1, pc = 3, vc = 0;
+  tpj_hlo_value_t o = tpj_hlo_emit_dot_general(b, e, p.v, &pb, &vb, 1, &pc, &vc, 1, p.cd);
+  int64_t od[4] = {p.hk, p.g, p.tq, p.d};
+  o = DIV(o, tpj_hlo_emit_broadcast_in_dim(b, lsafe, od, 4, keep));
+  int64_t perm[4] = {2, 0, 1, 3}, outd[3] = {p.tq, p.hq, p.d};
+  o = tpj_hlo_emit_reshape(b, tpj_hlo_emit_transpose(b, o, perm), outd, 3);
+  results[0] = tpj_hlo_emit_convert(b, o, ctx->outs[0].dtype);
+  results[1] = tpj_hlo_emit_convert(b, tpj_varlen_heads_rows(b, &p, lse), ctx->outs[1].dtype);
+}
+
+/* inputs: grad_out, q, k, v, out, lse, cu_q, cu_k, scale; outs: dq, dk, dv */
+void tpj_lower_varlen_attn_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  tpj_varlen_t p;
+  if (!tpj_ops_need(ctx, 9, 4, 3, "torch_attn::_varlen_attn_backward") ||
+      !tpj_varlen_setup(ctx, 1, 6, 8, &p))
+    return;
+  int64_t q4d[4] = {p.tq, p.hk, p.g, p.d}, sd[4] = {p.hk, p.g, p.tq, p.tk};
+  int64_t keep[3] = {0, 1, 2}, hd[3] = {p.hk, p.g, p.tq};
+  tpj_hlo_value_t go = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, ctx->in[0], p.cd), q4d, 4);
+  tpj_hlo_value_t out = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, ctx->in[4], p.cd), q4d, 4);
+  tpj_hlo_value_t lse = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, ctx->in[5], p.cd), hd, 3);
+  tpj_hlo_value_t s = tpj_varlen_scores(b, p.q4, p.k, p.cd);
+  s = MUL(s, tpj_ops_fill_like(b, p.scale, &s));
+  /* P = exp(s - lse) on allowed pairs; rows with lse +inf give 0 */
+  tpj_hlo_value_t pr = tpj_hlo_emit_unary(
+      b, "stablehlo.exponential", SUB(s, tpj_hlo_emit_broadcast_in_dim(b, lse, sd, 4, keep)));
+  pr = SEL(p.mask4, pr, tpj_ops_full_like(b, pr, p.cd, 0.0));
+  /* dV = P^T dO: batch Hk, contract (G, Tq) -> (Hk, Tk, D) */
+  int64_t pb = 0, ob = 1, pc2[2] = {1, 2}, oc2[2] = {2, 0};
+  tpj_hlo_value_t dv = tpj_hlo_emit_dot_general(b, pr, go, &pb, &ob, 1, pc2, oc2, 2, p.cd);
+  /* dP = dO V^T: batch Hk, contract D -> (Hk, Tq, G, Tk) -> (Hk, G, Tq, Tk) */
+  int64_t vb = 1, oc = 3, vc = 2, perm_s[4] = {0, 2, 1, 3};
+  tpj_hlo_value_t dp = tpj_hlo_emit_transpose(
+      b, tpj_hlo_emit_dot_general(b, go, p.v, &ob, &vb, 1, &oc, &vc, 1, p.cd), perm_s);
+  /* delta = rowsum(dO * O): (Tq, Hk, G) -> (Hk, G, Tq) */
+  int64_t dlast = 3, perm_r[3] = {1, 2, 0};
+  tpj_hlo_value_t delta = tpj_hlo_emit_transpose(
+      b, tpj_hlo_emit_reduce(b, MUL(go, out), tpj_hlo_emit_zero(b, p.cd), &dlast, 1,
+                             "stablehlo.add"),
+      perm_r);
+  tpj_hlo_value_t ds = MUL(pr, SUB(dp, tpj_hlo_emit_broadcast_in_dim(b, delta, sd, 4, keep)));
+  ds = MUL(ds, tpj_ops_fill_like(b, p.scale, &ds));
+  /* dQ = dS K: batch Hk, contract Tk -> (Hk, G, Tq, D) -> (Tq, Hq, D) */
+  int64_t sb = 0, kb = 1, sc = 3, kc = 0;
+  tpj_hlo_value_t dq = tpj_hlo_emit_dot_general(b, ds, p.k, &sb, &kb, 1, &sc, &kc, 1, p.cd);
+  int64_t perm_q[4] = {2, 0, 1, 3}, qd[3] = {p.tq, p.hq, p.d};
+  dq = tpj_hlo_emit_reshape(b, tpj_hlo_emit_transpose(b, dq, perm_q), qd, 3);
+  /* dK = dS^T Q: batch Hk, contract (G, Tq) -> (Hk, Tk, D) */
+  int64_t qb = 1, qc2[2] = {2, 0};
+  tpj_hlo_value_t dk = tpj_hlo_emit_dot_general(b, ds, p.q4, &sb, &qb, 1, pc2, qc2, 2, p.cd);
+  int64_t perm_k[3] = {1, 0, 2};
+  results[0] = tpj_hlo_emit_convert(b, dq, ctx->outs[0].dtype);
+  results[1] = tpj_hlo_emit_convert(b, tpj_hlo_emit_transpose(b, dk, perm_k), ctx->outs[1].dtype);
+  results[2] = tpj_hlo_emit_convert(b, tpj_hlo_emit_transpose(b, dv, perm_k), ctx->outs[2].dtype);
+}

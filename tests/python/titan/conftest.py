@@ -1,0 +1,10 @@
+import pytest
+
+pytest.importorskip("torchtitan", reason="torchtitan is not installed (make titan)")
+
+
+@pytest.fixture(scope="session")
+def titan_assets(tmp_path_factory):
+    """The tokenizer and dataset, built once per session in a temporary folder."""
+    from _assets import build
+    return build(str(tmp_path_factory.mktemp("titan-assets")))

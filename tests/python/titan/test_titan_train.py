@@ -1,0 +1,92 @@
+"""`torchrun -m torchtitan.train` on tpu, as a user runs it: TorchTitan
+0.3.0's own trainer and configs (and torch_pjrt.titan's), the tokenizer and
+dataset built by conftest.py. Every run sets TORCH_PJRT_FALLBACK=error, so an
+op that would run on the CPU fails the run instead.
+
+Runs that are compared start from one seed checkpoint (TorchTitan's
+--checkpoint.create_seed_checkpoint, made once on one process), because a
+sharded model initializes its DTensors with other random streams than an
+unsharded one; each rank then reads the rows a single process reads
+(_assets.py), so N processes and one must give the same losses."""
+import math
+import os
+import shutil
+
+import pytest
+
+from _run import train
+
+LLAMA = dict(module="torch_pjrt.titan", config="llama3_debugmodel")
+STEPS = 20
+
+
+@pytest.fixture(scope="module")
+def seed_checkpoint(titan_assets, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("seed"))
+    train(titan_assets, out, "--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
+          steps=1, batch=1, args=(), **LLAMA)
+    path = os.path.join(out, "checkpoint", "step-0")
+    assert os.path.isdir(path)
+    return os.path.join(out, "checkpoint")
+
+
+def _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, name, **kw):
+    out = str(tmp_path_factory.mktemp(name))
+    shutil.copytree(seed_checkpoint, os.path.join(out, "checkpoint"))
+    # a constant learning rate after warmup: TorchTitan's default schedule
+    # decays over the run's own length, which differs between the runs
+    return train(titan_assets, out, "--checkpoint.enable", "--checkpoint.interval", "1000",
+                 "--lr_scheduler.decay_ratio", "0.0", batch=1, **LLAMA, **kw)
+
+
+@pytest.fixture(scope="module")
+def llama_single(titan_assets, tmp_path_factory, seed_checkpoint):
+    return _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, "llama1", steps=STEPS)
+
+
+def _losses(steps):
+    return [steps[s]["loss"] for s in sorted(steps)]
+
+
+def test_llama3_varlen_trains_single_process(llama_single):
+    steps, text = llama_single
+    assert sorted(steps) == list(range(1, STEPS + 1)), text[-3000:]
+    losses = _losses(steps)
+    assert all(math.isfinite(x) for x in losses)
+    # decreasing: the last five steps' mean well under the first step's
+    assert sum(losses[-5:]) / 5 < losses[0] - 2.0, losses
+    # TorchTitan's metrics line, with measured values
+    last = steps[STEPS]
+    assert last["tps"] > 0 and last["tflops"] > 0 and last["memory_gib"] > 0
+    assert "has no tpu lowering" not in text
+
+
+def test_llama3_unchanged_config_trains(titan_assets, tmp_path):
+    """TorchTitan's own config, no torch_pjrt module: one process."""
+    steps, text = train(titan_assets, str(tmp_path), steps=4, batch=1)
+    assert sorted(steps) == [1, 2, 3, 4], text[-3000:]
+    assert steps[4]["loss"] < steps[1]["loss"]
+
+
+@pytest.mark.parametrize("nproc,nsteps", [(2, 6), (4, 2)])
+def test_llama3_fsdp_matches_single_process(nproc, nsteps, llama_single, titan_assets,
+                                            tmp_path_factory, seed_checkpoint):
+    """FSDP2 over nproc processes (TorchTitan shards every parameter), each
+    rank reading the single process's rows: the same losses."""
+    single, _ = llama_single
+    steps, text = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint,
+                             f"llama{nproc}", steps=nsteps, nproc=nproc)
+    assert sorted(steps) == list(range(1, nsteps + 1)), text[-3000:]
+    for s in range(1, nsteps + 1):
+        assert abs(steps[s]["loss"] - single[s]["loss"]) < 1e-3, \
+            (s, steps[s]["loss"], single[s]["loss"])
+
+
+@pytest.mark.parametrize("config", ["qwen3_debugmodel"])
+def test_qwen3_trains_single_process(config, titan_assets, tmp_path):
+    steps, text = train(titan_assets, str(tmp_path), steps=6, batch=1,
+                        module="torch_pjrt.titan", config=config)
+    assert sorted(steps) == list(range(1, 7)), text[-3000:]
+    losses = _losses(steps)
+    assert all(math.isfinite(x) for x in losses)
+    assert losses[-1] < losses[0] - 0.5, losses
