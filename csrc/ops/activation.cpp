@@ -4,8 +4,12 @@
 // softshrink, threshold, softmax / log_softmax / _safe_softmax, and the
 // backward ops autograd emits for them (and for tanh and sigmoid); also
 // _fused_sdp_choice, which sends scaled_dot_product_attention to its math
-// path (softmax). Shapes and dtypes come from the meta functions; the numeric
-// parameters travel as runtime scalars in the compute dtype.
+// path (softmax). The elementwise ops and their backward are rows of the
+// boxed table below (boxed.h); what is written out has rules of its own
+// (hardtanh's bool message, the in-place slope checks of leaky_relu and elu
+// backward, gelu's approximate string, dims, several outputs). Shapes and
+// dtypes come from the meta functions; the numeric parameters travel as
+// runtime scalars in the compute dtype.
 #include <ATen/MetaFunctions.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "common.h"
-#include "inplace.h"
 #include "layout.h"
 #include "ops/ops.h"
 
@@ -63,11 +62,6 @@ class BoxedKernel final : public c10::OperatorKernel {
     size_t n = args_.size() + (form_ == Form::kOut ? 1 : 0);
     c10::IValue* v = stack->data() + (stack->size() - n);
     Tensor result = functional(v);
-    if (form_ == Form::kInplace && result.is_same(v[0].toTensor())) {  // updated in place
-      torch::jit::drop(*stack, n);
-      torch::jit::push(*stack, std::move(result));
-      return;
-    }
     if (form_ == Form::kFunctional) {
       torch::jit::drop(*stack, n);
       torch::jit::push(*stack, std::move(result));
@@ -171,18 +165,6 @@ class BoxedKernel final : public c10::OperatorKernel {
     c10::DeviceGuard guard(dev);
     OpArgs a;
     ScalarType sd = (r & kScalarsAsOutput) ? out_t : cd;
-    // An in-place form whose result is self's shape and dtype updates a
-    // storage's natural tensor in place (inplace.h), as the written-out
-    // kernels do.
-    const Tensor& self = ts[0];
-    if (form_ == Form::kInplace && self.numel() > 0 && out_t == self.scalar_type() &&
-        self.sizes().equals(sizes) &&
-        add_in_place_operand(a, self)) {
-      for (size_t i = 1; i < ts.size(); ++i) add_operand(a, ts[i], dev.index());
-      for (const Scalar& s : scalars) a.scalar(s, sd, dev.index());
-      run_op_in_place(op, dev.index(), a, attrs, self);
-      return self;
-    }
     Tensor out = new_output(sizes, out_t, dev);
     if (out.numel() == 0 && (r & kSkipEmpty)) return out;
     for (const Tensor& t : ts) add_operand(a, t, dev.index());
