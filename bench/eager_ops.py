@@ -65,12 +65,6 @@ def main():
         ("masked_fill (64, 64)", lambda x, w, img, mask, rm, rv: x.masked_fill(mask, 0.0)),
         ("batch_norm train (8, 16, 8, 8)",
          lambda x, w, img, mask, rm, rv: F.batch_norm(img, rm, rv, training=True)),
-        # served by the boxed glue (csrc/ops/boxed.cpp)
-        ("erf (64, 64)", lambda x, w, img, mask, rm, rv: torch.erf(x)),
-        ("bitwise_and bool (64, 64)", lambda x, w, img, mask, rm, rv: mask & mask),
-        ("silu (64, 64)", lambda x, w, img, mask, rm, rv: F.silu(x)),
-        ("leaky_relu (64, 64)", lambda x, w, img, mask, rm, rv: F.leaky_relu(x, 0.1)),
-        ("special.i0e (64, 64)", lambda x, w, img, mask, rm, rv: torch.special.i0e(x)),
     ]
     for name, fn in model_ops:
         cpu_us = per_call_us(lambda: fn(x_cpu, w_cpu, img_cpu, m_cpu, rm_cpu, rv_cpu),
