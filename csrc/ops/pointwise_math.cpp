@@ -2,10 +2,13 @@
 // rounding, sign, the erf family, inverse trig and hyperbolic functions,
 // log2/log10/exp2, reciprocal, remainder/fmod, division with a rounding
 // mode, hypot, nan_to_num, isnan/isposinf/isneginf, and the bitwise and
-// logical ops, each with its in-place and out= forms. Output dtypes come
-// from PyTorch's promotion (at::result_type); half inputs compute in float32
-// as CPU's kernels do. Apart from pointwise.cpp so that neither file takes
-// long to recompile.
+// logical ops, each with its in-place and out= forms. Most are rows of the
+// boxed table below (boxed.h): their outputs are the broadcast of the
+// operands in PyTorch's promoted dtype (no meta call: these are the
+// smallest, most frequent ops), half types compute in float32 as CPU's
+// kernels do. Written out here: sign's own complex message, nan_to_num's
+// host-rounded replacements, and division with a rounding mode. Apart from
+// pointwise.cpp so that neither file takes long to recompile.
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
@@ -18,6 +21,7 @@
 
 #include "common.h"
 #include "layout.h"
+#include "boxed.h"
 #include "forms.h"
 
 namespace torch_pjrt {
@@ -27,7 +31,6 @@ using at::Scalar;
 using at::ScalarType;
 using at::Tensor;
 
-ScalarType default_float() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
 ScalarType opmath(ScalarType t) {
   return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
 }
@@ -63,52 +66,10 @@ Tensor run_ew(const char* op, std::initializer_list<const Tensor*> ts, ScalarTyp
   return out;
 }
 
-// ---- unary ----------------------------------------------------------------
-
-// Math that promotes integers and bool to the default float (erf, tan, ...).
-Tensor float_unary(const char* op, const Tensor& x) {
-  ScalarType out = integral(x.scalar_type()) ? default_float() : x.scalar_type();
-  return run_ew(op, {&x}, opmath(out), out);
-}
-
-// floor, ceil, trunc, round, frac: same dtype; CPU refuses bool (and frac
-// refuses integers).
-Tensor rounding(const char* op, const char* kernel, const Tensor& x, bool ints_ok = true) {
-  ScalarType t = x.scalar_type();
-  if (t == at::kBool || (!ints_ok && integral(t))) not_implemented(kernel, t);
-  return run_ew(op, {&x}, opmath(t), t);
-}
-
-Tensor round_decimals(const Tensor& x, int64_t decimals) {
-  ScalarType t = x.scalar_type();
-  if (integral(t)) not_implemented("round_cpu", t);
-  return run_ew("aten::round.decimals", {&x}, opmath(t), t, {decimals});
-}
-
 Tensor sign(const Tensor& x) {
   TORCH_CHECK_NOT_IMPLEMENTED(!x.is_complex(), "Unlike NumPy, torch.sign is not intended to support complex "
               "numbers. Please use torch.sgn instead.");
   return run_ew("aten::sign", {&x}, x.scalar_type(), x.scalar_type());
-}
-
-Tensor sgn(const Tensor& x) { return run_ew("aten::sgn", {&x}, x.scalar_type(), x.scalar_type()); }
-
-Tensor bitwise_not(const Tensor& x) {
-  ScalarType t = x.scalar_type();
-  if (!integral(t)) not_implemented("bitwise_not_cpu", t);
-  return run_ew("aten::bitwise_not", {&x}, t, t);
-}
-
-Tensor logical_not(const Tensor& x) {
-  return run_ew("aten::logical_not", {&x}, x.scalar_type(), at::kBool);
-}
-
-Tensor isnan(const Tensor& x) { return run_ew("aten::isnan", {&x}, x.scalar_type(), at::kBool); }
-Tensor isposinf(const Tensor& x) {
-  return run_ew("aten::isposinf", {&x}, x.scalar_type(), at::kBool);
-}
-Tensor isneginf(const Tensor& x) {
-  return run_ew("aten::isneginf", {&x}, x.scalar_type(), at::kBool);
 }
 
 // nan_to_num: the replacements are rounded to the dtype on the host (so a
@@ -134,55 +95,6 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<doub
   return run_ew("aten::nan_to_num", {&x}, t, t, {}, {{Scalar(n), t}, {Scalar(p), t}, {Scalar(m), t}});
 }
 
-// ---- binary ---------------------------------------------------------------
-
-Tensor bitwise(const char* op, const char* kernel, const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  if (!integral(t)) not_implemented(kernel, t);
-  return run_ew(op, {&a, &b}, t, t);
-}
-
-Tensor logical(const char* op, const Tensor& a, const Tensor& b) {
-  return run_ew(op, {&a, &b}, at::kBool, at::kBool);
-}
-
-Tensor atan2(const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  if (integral(t)) t = default_float();
-  return run_ew("aten::atan2", {&a, &b}, opmath(t), t);
-}
-
-Tensor hypot(const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  if (integral(t)) not_implemented("hypot_cpu", t);
-  return run_ew("aten::hypot", {&a, &b}, opmath(t), t);
-}
-
-// Integer division by zero raises on CPU; XLA would give a silent value.
-// This waits for the divisor (like index validation does).
-void check_divisor(const Tensor& b) {
-  if (tracing() && !b.device().is_cpu()) return;  // a compiled graph cannot wait on values
-  bool zero;
-  if (b.device().is_cpu()) zero = b.numel() > 0 && (b == 0).any().item<bool>();
-  else zero = b.numel() > 0 && (b.cpu() == 0).any().item<bool>();
-  TORCH_CHECK(!zero, "ZeroDivisionError");
-}
-
-Tensor mod_like(const char* op, const char* kernel, const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  // CPU's kernels refuse bool and complex (remainder_cpu, fmod_cpu).
-  if (t == at::kBool || c10::isComplexType(t)) not_implemented(kernel, t);
-  if (integral(t) && a.numel() > 0) check_divisor(b);  // an empty result divides nothing
-  return run_ew(op, {&a, &b}, opmath(t), t);
-}
-
-Tensor remainder(const Tensor& a, const Tensor& b) {
-  return mod_like("aten::remainder.Tensor", "remainder_cpu", a, b);
-}
-Tensor fmod(const Tensor& a, const Tensor& b) {
-  return mod_like("aten::fmod.Tensor", "fmod_cpu", a, b);
-}
-
 Tensor div_mode(const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) {
   if (!mode.has_value()) return at::div(a, b);
   TORCH_CHECK(*mode == "trunc" || *mode == "floor",
@@ -205,110 +117,62 @@ namespace tp = torch_pjrt;
 using at::Scalar;
 using at::Tensor;
 
-#define TPJ_FLOAT_UNARY(aten) \
-  TPJ_FORMS_UNARY(aten, [](const Tensor& x) { return tp::float_unary("aten::" aten, x); })
+constexpr uint32_t kEw = tp::kForms | tp::kBroadcast;
+// integers and bool promote to the default float
+#define TPJ_FLOAT_UNARY(aten) {aten, "aten::" aten, kEw | tp::kFloatResult, nullptr, -1}
+// floor, ceil, trunc, round, frac: same dtype; CPU refuses bool (and frac
+// refuses integers)
+#define TPJ_ROUNDING(aten, rule, kernel) {aten, "aten::" aten, kEw | (rule), kernel, -1}
+// a binary op with Tensor, Scalar (and Scalar_Tensor: a Python number on
+// the left, no in-place form) overloads, all lowered as the Tensor one
+#define TPJ_BINARY_TS(aten, rules, kernel)                                 \
+  {aten ".Tensor", "aten::" aten ".Tensor", kEw | (rules), kernel, -1},    \
+  {aten ".Scalar", "aten::" aten ".Tensor", kEw | (rules), kernel, -1}
+#define TPJ_BINARY_TST(aten, rules, kernel)                                \
+  TPJ_BINARY_TS(aten, rules, kernel),                                      \
+  {aten ".Scalar_Tensor", "aten::" aten ".Tensor", tp::kOut | tp::kBroadcast | (rules), kernel, -1}
 
-// a binary op with Tensor and Scalar overloads (bitwise_and.Tensor, ...)
-#define TPJ_MATH_BINARY_TS(aten, fn)                                                      \
-  m.impl(aten ".Tensor", [](const Tensor& a, const Tensor& b) { return fn(a, b); });      \
-  m.impl(aten ".Scalar", [](const Tensor& a, const Scalar& b) {                           \
-    return fn(a, tp::wrap_scalar(b));                                                     \
-  });                                                                                     \
-  m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                     \
-    tp::check_no_overlap(a, {&b});                                                        \
-    tp::assign_result(a, fn(a, b), "aten::" aten "_");                                    \
-    return a;                                                                             \
-  });                                                                                     \
-  m.impl(aten "_.Scalar", [](Tensor& a, const Scalar& b) -> Tensor& {                     \
-    tp::assign_result(a, fn(a, tp::wrap_scalar(b)), "aten::" aten "_");                  \
-    return a;                                                                             \
-  });                                                                                     \
-  m.impl(aten ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& { \
-    tp::check_no_overlap(o, {&a, &b});                                                    \
-    return tp::out_result(o, fn(a, b), "aten::" aten);                                    \
-  });                                                                                     \
-  m.impl(aten ".Scalar_out", [](const Tensor& a, const Scalar& b, Tensor& o) -> Tensor& { \
-    tp::check_no_overlap(o, {&a});                                                        \
-    return tp::out_result(o, fn(a, tp::wrap_scalar(b)), "aten::" aten);                  \
-  });
+constexpr uint32_t kBitwise = tp::kExactCompute | tp::kIntegralOnly;
+constexpr uint32_t kMod = tp::kNoBool | tp::kNoComplex | tp::kCheckDivisor;
+// isnan and friends compare in the input's dtype
+constexpr uint32_t kTest = tp::kBroadcast | tp::kBoolResult | tp::kComputeInput;
 
-// ... plus the Scalar_Tensor overload (a Python number on the left)
-#define TPJ_MATH_BINARY_TST(aten, fn)                                                     \
-  TPJ_MATH_BINARY_TS(aten, fn)                                                            \
-  m.impl(aten ".Scalar_Tensor", [](const Scalar& a, const Tensor& b) {                    \
-    return fn(tp::wrap_scalar(a), b);                                                     \
-  });                                                                                     \
-  m.impl(aten ".Scalar_Tensor_out", [](const Scalar& a, const Tensor& b, Tensor& o)       \
-                                        -> Tensor& {                                      \
-    tp::check_no_overlap(o, {&b});                                                        \
-    return tp::out_result(o, fn(tp::wrap_scalar(a), b), "aten::" aten);                  \
-  });
+const tp::BoxedOp kMathOps[] = {
+    TPJ_FLOAT_UNARY("erf"), TPJ_FLOAT_UNARY("erfc"), TPJ_FLOAT_UNARY("erfinv"),
+    TPJ_FLOAT_UNARY("tan"), TPJ_FLOAT_UNARY("asin"), TPJ_FLOAT_UNARY("acos"),
+    TPJ_FLOAT_UNARY("atan"), TPJ_FLOAT_UNARY("sinh"), TPJ_FLOAT_UNARY("cosh"),
+    TPJ_FLOAT_UNARY("asinh"), TPJ_FLOAT_UNARY("acosh"), TPJ_FLOAT_UNARY("atanh"),
+    TPJ_FLOAT_UNARY("log2"), TPJ_FLOAT_UNARY("log10"), TPJ_FLOAT_UNARY("exp2"),
+    TPJ_FLOAT_UNARY("reciprocal"),
+    TPJ_ROUNDING("floor", tp::kNoBool, "floor_vml_cpu"),
+    TPJ_ROUNDING("ceil", tp::kNoBool, "ceil_vml_cpu"),
+    TPJ_ROUNDING("trunc", tp::kNoBool, "trunc_vml_cpu"),
+    TPJ_ROUNDING("round", tp::kNoBool, "round_vml_cpu"),
+    TPJ_ROUNDING("frac", tp::kNoIntegral, "frac_cpu"),
+    {"round.decimals", "aten::round.decimals", kEw | tp::kNoIntegral, "round_cpu", -1},
+    {"sgn", "aten::sgn", kEw | tp::kExactCompute, nullptr, -1},
+    {"bitwise_not", "aten::bitwise_not", kEw | kBitwise, "bitwise_not_cpu", -1},
+    {"logical_not", "aten::logical_not", kEw | tp::kBoolResult | tp::kComputeInput, nullptr, -1},
+    {"isnan", "aten::isnan", kTest, nullptr, -1},
+    {"isposinf", "aten::isposinf", kTest | tp::kOut, nullptr, -1},
+    {"isneginf", "aten::isneginf", kTest | tp::kOut, nullptr, -1},
+    TPJ_BINARY_TST("bitwise_and", kBitwise, "bitwise_and_cpu"),
+    TPJ_BINARY_TST("bitwise_or", kBitwise, "bitwise_or_cpu"),
+    TPJ_BINARY_TST("bitwise_xor", kBitwise, "bitwise_xor_cpu"),
+    TPJ_BINARY_TST("remainder", kMod, "remainder_cpu"),
+    TPJ_BINARY_TS("fmod", kMod, "fmod_cpu"),
+    {"logical_and", "aten::logical_and", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
+    {"logical_or", "aten::logical_or", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
+    {"logical_xor", "aten::logical_xor", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
+    {"atan2", "aten::atan2", kEw | tp::kFloatResult, nullptr, -1},
+    {"hypot", "aten::hypot", kEw | tp::kNoIntegral, "hypot_cpu", -1},
+};
 
-Tensor bitwise_and_fn(const Tensor& a, const Tensor& b) {
-  return tp::bitwise("aten::bitwise_and.Tensor", "bitwise_and_cpu", a, b);
-}
-Tensor bitwise_or_fn(const Tensor& a, const Tensor& b) {
-  return tp::bitwise("aten::bitwise_or.Tensor", "bitwise_or_cpu", a, b);
-}
-Tensor bitwise_xor_fn(const Tensor& a, const Tensor& b) {
-  return tp::bitwise("aten::bitwise_xor.Tensor", "bitwise_xor_cpu", a, b);
-}
-Tensor logical_and_fn(const Tensor& a, const Tensor& b) { return tp::logical("aten::logical_and", a, b); }
-Tensor logical_or_fn(const Tensor& a, const Tensor& b) { return tp::logical("aten::logical_or", a, b); }
-Tensor logical_xor_fn(const Tensor& a, const Tensor& b) { return tp::logical("aten::logical_xor", a, b); }
-Tensor floor_fn(const Tensor& x) { return tp::rounding("aten::floor", "floor_vml_cpu", x); }
-Tensor ceil_fn(const Tensor& x) { return tp::rounding("aten::ceil", "ceil_vml_cpu", x); }
-Tensor trunc_fn(const Tensor& x) { return tp::rounding("aten::trunc", "trunc_vml_cpu", x); }
-Tensor round_fn(const Tensor& x) { return tp::rounding("aten::round", "round_vml_cpu", x); }
-Tensor frac_fn(const Tensor& x) { return tp::rounding("aten::frac", "frac_cpu", x, false); }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  TPJ_FLOAT_UNARY("erf")
-  TPJ_FLOAT_UNARY("erfc")
-  TPJ_FLOAT_UNARY("erfinv")
-  TPJ_FLOAT_UNARY("tan")
-  TPJ_FLOAT_UNARY("asin")
-  TPJ_FLOAT_UNARY("acos")
-  TPJ_FLOAT_UNARY("atan")
-  TPJ_FLOAT_UNARY("sinh")
-  TPJ_FLOAT_UNARY("cosh")
-  TPJ_FLOAT_UNARY("asinh")
-  TPJ_FLOAT_UNARY("acosh")
-  TPJ_FLOAT_UNARY("atanh")
-  TPJ_FLOAT_UNARY("log2")
-  TPJ_FLOAT_UNARY("log10")
-  TPJ_FLOAT_UNARY("exp2")
-  TPJ_FLOAT_UNARY("reciprocal")
-  TPJ_FORMS_UNARY("floor", floor_fn)
-  TPJ_FORMS_UNARY("ceil", ceil_fn)
-  TPJ_FORMS_UNARY("trunc", trunc_fn)
-  TPJ_FORMS_UNARY("round", round_fn)
-  TPJ_FORMS_UNARY("frac", frac_fn)
+  tp::register_boxed(m, kMathOps);
   TPJ_FORMS_UNARY("sign", tp::sign)
-  TPJ_FORMS_UNARY("sgn", tp::sgn)
-  TPJ_FORMS_UNARY("bitwise_not", tp::bitwise_not)
-  TPJ_FORMS_UNARY("logical_not", tp::logical_not)
-  m.impl("isnan", TORCH_FN(tp::isnan));
-  m.impl("isposinf", TORCH_FN(tp::isposinf));
-  m.impl("isneginf", TORCH_FN(tp::isneginf));
-  m.impl("isposinf.out", [](const Tensor& a, Tensor& o) -> Tensor& {
-    tp::check_no_overlap(o, {&a});
-    return tp::out_result(o, tp::isposinf(a), "aten::isposinf");
-  });
-  m.impl("isneginf.out", [](const Tensor& a, Tensor& o) -> Tensor& {
-    tp::check_no_overlap(o, {&a});
-    return tp::out_result(o, tp::isneginf(a), "aten::isneginf");
-  });
-  m.impl("round.decimals", [](const Tensor& a, int64_t d) { return tp::round_decimals(a, d); });
-  m.impl("round_.decimals", [](Tensor& a, int64_t d) -> Tensor& {
-    tp::assign_result(a, tp::round_decimals(a, d), "aten::round_");
-    return a;
-  });
-  m.impl("round.decimals_out", [](const Tensor& a, int64_t d, Tensor& o) -> Tensor& {
-    tp::check_no_overlap(o, {&a});
-    return tp::out_result(o, tp::round_decimals(a, d), "aten::round");
-  });
   m.impl("nan_to_num", TORCH_FN(tp::nan_to_num));
   m.impl("nan_to_num_", [](Tensor& a, std::optional<double> n, std::optional<double> p,
                            std::optional<double> q) -> Tensor& {
@@ -321,16 +185,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::out_result(o, tp::nan_to_num(a, n, p, q), "aten::nan_to_num");
   });
 
-  TPJ_MATH_BINARY_TST("bitwise_and", bitwise_and_fn)
-  TPJ_MATH_BINARY_TST("bitwise_or", bitwise_or_fn)
-  TPJ_MATH_BINARY_TST("bitwise_xor", bitwise_xor_fn)
-  TPJ_MATH_BINARY_TST("remainder", tp::remainder)
-  TPJ_MATH_BINARY_TS("fmod", tp::fmod)
-  TPJ_FORMS_BINARY("logical_and", logical_and_fn)
-  TPJ_FORMS_BINARY("logical_or", logical_or_fn)
-  TPJ_FORMS_BINARY("logical_xor", logical_xor_fn)
-  TPJ_FORMS_BINARY("atan2", tp::atan2)
-  TPJ_FORMS_BINARY("hypot", tp::hypot)
 
   m.impl("div.Tensor_mode", TORCH_FN(tp::div_mode));
   m.impl("div.Scalar_mode", [](const Tensor& a, const Scalar& b,

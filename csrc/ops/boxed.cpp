@@ -1,0 +1,271 @@
+// The boxed kernel behind boxed.h: one functor per registered overload,
+// holding its BoxedOp, the kinds of its arguments (read once from the
+// schema at registration) and the functional overload's handle, whose Meta
+// kernel gives the output and whose CPU kernel runs the dtypes a lowering
+// does not take.
+#include "boxed.h"
+
+#include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/TypeProperties.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "layout.h"
+#include "ops/ops.h"
+
+namespace torch_pjrt {
+
+void check_divisor(const at::Tensor& b) {
+  if (tracing() && !b.device().is_cpu()) return;  // a compiled graph cannot wait on values
+  bool zero;
+  if (b.device().is_cpu()) zero = b.numel() > 0 && (b == 0).any().item<bool>();
+  else zero = b.numel() > 0 && (b.cpu() == 0).any().item<bool>();
+  TORCH_CHECK(!zero, "ZeroDivisionError");
+}
+
+namespace {
+
+using at::Scalar;
+using at::ScalarType;
+using at::Tensor;
+using Stack = torch::jit::Stack;
+
+enum class Form { kFunctional, kInplace, kOut };
+enum class Arg : uint8_t { kTensor, kScalar, kInt, kBool };
+
+bool integral(ScalarType t) { return c10::isIntegralType(t, /*includeBool=*/true); }
+
+[[noreturn]] void refuse(const char* kernel, ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", kernel, "\" not implemented for '", t, "'");
+  TORCH_INTERNAL_ASSERT(false);
+}
+
+// A meta stand-in for an operand; a CPU 0-d one (a wrapped Python number)
+// stays as it is, weak in promotion, as meta kernels take it.
+Tensor meta_like(const Tensor& t) {
+  if (t.device().is_cpu() && t.dim() == 0) return t;
+  return to_meta(t);
+}
+
+class BoxedKernel final : public c10::OperatorKernel {
+ public:
+  BoxedKernel(const BoxedOp& op, Form form, std::vector<Arg> args, c10::OperatorHandle fn,
+              std::string base)
+      : op_(op), form_(form), args_(std::move(args)), fn_(std::move(fn)), base_(std::move(base)) {}
+
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, Stack* stack) {
+    size_t n = args_.size() + (form_ == Form::kOut ? 1 : 0);
+    c10::IValue* v = stack->data() + (stack->size() - n);
+    Tensor result = functional(v);
+    if (form_ == Form::kFunctional) {
+      torch::jit::drop(*stack, n);
+      torch::jit::push(*stack, std::move(result));
+      return;
+    }
+    // in place: self is argument 0; out=: the last argument
+    Tensor dst = form_ == Form::kInplace ? v[0].toTensor() : v[n - 1].toTensor();
+    std::string name = "aten::" + base_ + (form_ == Form::kInplace ? "_" : "");
+    if (form_ == Form::kInplace) {
+      assign_result(dst, result, name.c_str());
+    } else {
+      at::Tensor out = dst;
+      out_result(out, result, name.c_str());
+    }
+    torch::jit::drop(*stack, n);
+    torch::jit::push(*stack, std::move(dst));
+  }
+
+ private:
+  // The functional result of the arguments v[0 .. args_.size()).
+  Tensor functional(const c10::IValue* v) {
+    const uint32_t r = op_.rules;
+    const char* op = op_.lowering;
+    c10::SmallVector<Tensor, 3> ts;
+    c10::SmallVector<Scalar, 3> scalars;
+    c10::SmallVector<int64_t, 4> attrs{0};
+    if (op_.attr >= 0) attrs.push_back(op_.attr);
+    for (size_t i = 0; i < args_.size(); ++i) {
+      switch (args_[i]) {
+        case Arg::kTensor: ts.push_back(v[i].toTensor()); break;
+        case Arg::kScalar:
+          if (r & kRuntimeScalars) scalars.push_back(v[i].toScalar());
+          else ts.push_back(wrap_scalar(v[i].toScalar()));
+          break;
+        case Arg::kInt: attrs.push_back(v[i].toInt()); break;
+        case Arg::kBool: attrs.push_back(v[i].toBool()); break;
+      }
+    }
+    for (const Tensor& t : ts) check_supported(t, op);
+    c10::Device dev = operands_device(op, ts);
+    if (form_ != Form::kFunctional) {
+      // what TensorIterator checks before writing dst (no partial overlap)
+      const Tensor& dst = form_ == Form::kInplace ? v[0].toTensor() : v[args_.size()].toTensor();
+      c10::SmallVector<const Tensor*, 3> in;
+      for (size_t i = form_ == Form::kInplace ? 1 : 0; i < ts.size(); ++i)
+        if (!(ts[i].device().is_cpu() && ts[i].dim() == 0)) in.push_back(&ts[i]);
+      check_overlap(dst, in);
+    }
+
+    // the output's sizes and dtype
+    std::vector<int64_t> sizes;
+    ScalarType out_t;
+    const Tensor& input = ts.back();
+    if (r & kLikeInput) {
+      sizes = input.sizes().vec();
+      out_t = input.scalar_type();
+    } else if (r & kBroadcast) {
+      sizes = ts[0].sizes().vec();
+      for (size_t i = 1; i < ts.size(); ++i) sizes = at::infer_size(sizes, ts[i].sizes());
+      out_t = ts.size() == 1 ? ts[0].scalar_type() : promoted(ts);
+      if ((r & kFloatResult) && integral(out_t))
+        out_t = c10::typeMetaToScalarType(c10::get_default_dtype());
+      if (r & kBoolResult) out_t = at::kBool;
+    } else {
+      Stack m(v, v + args_.size());
+      for (size_t i = 0; i < args_.size(); ++i)
+        if (args_[i] == Arg::kTensor) m[i] = meta_like(m[i].toTensor());
+      Tensor meta;
+      if (op_.meta) {
+        meta = op_.meta(m.data());
+      } else {
+        fn_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &m);
+        meta = m[0].toTensor();
+      }
+      sizes = meta.sizes().vec();
+      out_t = meta.scalar_type();
+    }
+
+    // CPU's refusals, and the dtypes CPU's kernel serves
+    if (r & (kNoBool | kNoIntegral | kIntegralOnly | kNoComplex | kFloatingOnly)) {
+      ScalarType t = ts.size() == 1 ? ts[0].scalar_type() : promoted(ts);
+      if (((r & kNoBool) && t == at::kBool) || ((r & kNoIntegral) && integral(t)) ||
+          ((r & kIntegralOnly) && !integral(t)) || ((r & kNoComplex) && c10::isComplexType(t)) ||
+          ((r & kFloatingOnly) && !c10::isFloatingType(t)))
+        refuse(op_.cpu_kernel, t);
+    }
+    if (r & kFloatingInput) {
+      ScalarType t = input.scalar_type();
+      if (!c10::isFloatingType(t) && !((r & kComplexInputOk) && c10::isComplexType(t)))
+        refuse(op_.cpu_kernel, t);
+    }
+    if ((r & kNoHalf) && (out_t == at::kHalf || out_t == at::kBFloat16))
+      refuse(op_.cpu_kernel, out_t);
+    if (((r & kComplexOnCpu) && ts[0].is_complex()) || ((r & kDoubleOnly) && out_t != at::kDouble))
+      return on_cpu(v, ts[0].scalar_type(), dev);
+    if ((r & kCheckDivisor) && integral(out_t) && ts[0].numel() > 0) check_divisor(ts[1]);
+
+    ScalarType cd = (r & kExactCompute) ? out_t
+                    : (r & kComputeInput) ? ts[0].scalar_type() : accumulator(out_t);
+    attrs[0] = to_tpj_dtype(cd);
+    c10::DeviceGuard guard(dev);
+    OpArgs a;
+    ScalarType sd = (r & kScalarsAsOutput) ? out_t : cd;
+    Tensor out = new_output(sizes, out_t, dev);
+    if (out.numel() == 0 && (r & kSkipEmpty)) return out;
+    for (const Tensor& t : ts) add_operand(a, t, dev.index());
+    for (const Scalar& s : scalars) a.scalar(s, sd, dev.index());
+    run_pointwise(op, dev.index(), a, attrs, {out});
+    return out;
+  }
+
+  static ScalarType promoted(const c10::SmallVector<Tensor, 3>& ts) {
+    if (ts.size() == 2) return at::result_type(ts[0], ts[1]);
+    at::native::ResultTypeState s;
+    for (const Tensor& t : ts) s = at::native::update_result_type_state(t, s);
+    return at::native::result_type(s);
+  }
+
+  static c10::Device operands_device(const char* op, const c10::SmallVector<Tensor, 3>& ts) {
+    switch (ts.size()) {
+      case 1: return common_device(op, {&ts[0]});
+      case 2: return common_device(op, {&ts[0], &ts[1]});
+      default: return common_device(op, {&ts[0], &ts[1], &ts[2]});
+    }
+  }
+
+  static void check_overlap(const Tensor& dst, const c10::SmallVector<const Tensor*, 3>& in) {
+    switch (in.size()) {
+      case 0: check_no_overlap(dst, {}); break;
+      case 1: check_no_overlap(dst, {in[0]}); break;
+      default: check_no_overlap(dst, {in[0], in[1]}); break;
+    }
+  }
+
+  // CPU's kernel on CPU copies (counted), its result back on dev.
+  Tensor on_cpu(const c10::IValue* v, ScalarType t, c10::Device dev) {
+    dtype_fallback(op_.lowering, t);
+    Stack c(v, v + args_.size());
+    for (size_t i = 0; i < args_.size(); ++i)
+      if (args_[i] == Arg::kTensor) c[i] = c[i].toTensor().cpu();
+    fn_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &c);
+    return c[0].toTensor().to(dev);
+  }
+
+  const BoxedOp& op_;
+  const Form form_;
+  const std::vector<Arg> args_;  // the functional overload's arguments
+  const c10::OperatorHandle fn_;
+  const std::string base_;       // "bitwise_and": names in assign_result's errors
+};
+
+// The argument kinds of a functional schema; refuses kinds it cannot pass.
+std::vector<Arg> arg_kinds(const c10::FunctionSchema& s, uint32_t rules) {
+  std::vector<Arg> kinds;
+  for (const c10::Argument& a : s.arguments()) {
+    switch (a.type()->kind()) {
+      case c10::TypeKind::TensorType: kinds.push_back(Arg::kTensor); break;
+      case c10::TypeKind::NumberType: kinds.push_back(Arg::kScalar); break;
+      case c10::TypeKind::IntType: kinds.push_back(Arg::kInt); break;
+      case c10::TypeKind::BoolType: kinds.push_back(Arg::kBool); break;
+      default:
+        TORCH_INTERNAL_ASSERT(false, "boxed glue: ", s.name(), " has argument ", a.name(),
+                              " of a type it does not pass");
+    }
+  }
+  int tensors = 0;
+  for (Arg k : kinds)
+    tensors += k == Arg::kTensor || (k == Arg::kScalar && !(rules & kRuntimeScalars));
+  TORCH_INTERNAL_ASSERT(tensors >= 1 && tensors <= 3, "boxed glue: ", s.name(), " operands");
+  return kinds;
+}
+
+void register_one(torch::Library& m, const BoxedOp& op, Form form, const std::string& name,
+                  const std::vector<Arg>& kinds, const c10::OperatorHandle& fn,
+                  const std::string& base) {
+  m.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                           std::make_unique<BoxedKernel>(op, form, kinds, fn, base)));
+}
+
+}  // namespace
+
+void register_boxed(torch::Library& m, const BoxedOp* ops, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const BoxedOp& op = ops[i];
+    TORCH_INTERNAL_ASSERT(tpj_ops_lookup(op.lowering), "boxed glue: no lowering ", op.lowering);
+    std::string full = op.name;
+    size_t dot = full.find('.');
+    std::string base = full.substr(0, dot);
+    std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
+    c10::OperatorHandle fn =
+        c10::Dispatcher::singleton().findSchemaOrThrow(("aten::" + base).c_str(), overload.c_str());
+    std::vector<Arg> kinds = arg_kinds(fn.schema(), op.rules);
+    register_one(m, op, Form::kFunctional, full, kinds, fn, base);
+    // PyTorch's names: foo_ / foo_.Scalar in place, foo.out / foo.Scalar_out
+    if (op.rules & kInplace)
+      register_one(m, op, Form::kInplace, base + "_" + (overload.empty() ? "" : "." + overload),
+                   kinds, fn, base);
+    if (op.rules & kOut)
+      register_one(m, op, Form::kOut,
+                   base + "." + ((op.rules & kGradInputOut) ? "grad_input"
+                                 : overload.empty()          ? "out"
+                                                             : overload + "_out"),
+                   kinds, fn, base);
+  }
+}
+
+}  // namespace torch_pjrt
