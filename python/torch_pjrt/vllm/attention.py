@@ -3,18 +3,20 @@
 The KV cache of a layer is one tensor, [num_blocks, block_size, kv_heads,
 2 * head_size] in memory (vLLM's LBNHC layout: keys and values side by side
 in the last dim). New keys and values are written in place at their slots
-(index_copy_ into the cache); attention reads each request's blocks through
-the block table (one gather per layer) and runs prefills and decodes of one
-batch together: queries are laid out [requests, longest query], each query
-sees the keys at positions <= its own, per request.
+(index_copy_ into the cache); attention reads, for each query token, its
+request's blocks through the block table (one gather per layer) and runs
+prefills and decodes of one batch together: each query sees the keys of its
+own request at positions <= its own.
 
-The per-batch index work (where each query sits in the padded layout, its
-position, which blocks to read) is done once per step on the CPU by the
-metadata builder and shared by every layer.
+Every shape here is the step's padded token count or a power-of-two count of
+blocks, never the request count or a query length, so that the eager ops of
+attention have a bounded set of programs, all compiled at warm-up. The
+per-step index work (which request each token belongs to) is done once per
+step on the CPU by the metadata builder and shared by every layer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -28,6 +30,9 @@ from vllm.v1.attention.backend import (
     MultipleOf,
 )
 from vllm.v1.kv_cache_layout import KVCacheLayout
+
+from ..bucketing import bucket_size
+from .kernels import whole
 
 
 def _pow2(n: int) -> int:
@@ -79,70 +84,88 @@ class TpuAttentionBackend(AttentionBackend):
 @dataclass
 class TpuAttentionMetadata:
     num_actual_tokens: int
-    # [R, Q]: for request r's i-th query, its row in the batch's query tensor
-    # (padding repeats a real row; its output is never read back).
-    query_index: torch.Tensor
-    # [R, Q]: the position in its sequence of each padded query.
+    # [N]: the row of the batch's block table that each query token reads
+    # (N is the step's token count, padded; padding tokens read row 0).
+    token_req: torch.Tensor
+    # [N]: each query token's position in its sequence (a padding token's is
+    # whatever vLLM left there; its output is never read).
     query_pos: torch.Tensor
-    # [T]: where each real query's output sits in the flat [R * Q] layout.
-    out_index: torch.Tensor
-    # [R, nb]: the blocks each request reads (padding reads block 0, masked).
-    block_ids: torch.Tensor
+    # [rows, nb]: the first nb columns of the whole block table (padding
+    # reads block 0, masked by position).
+    block_table: torch.Tensor
     slot_mapping: torch.Tensor
-    _rows: dict = field(default_factory=dict)
-
-    def out_rows(self, n: int) -> torch.Tensor:
-        """out_index extended to n rows (the step's padded token count);
-        made once per step, shared by the layers."""
-        real = self.out_index.shape[0]
-        if n == real:
-            return self.out_index
-        if n not in self._rows:
-            pad = self.out_index.new_zeros(n - real)
-            self._rows[n] = torch.cat([self.out_index, pad])
-        return self._rows[n]
 
 
 class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]):
+    """Per-token metadata whose shapes depend only on the step's padded token
+    count and a power-of-two count of blocks: each eager op of attention then
+    has one program per (token bucket, block bucket), all compiled at warm-up
+    (TpuWorker.compile_or_warm_up_model), so serving compiles none."""
+
+    # Set by the worker's warm-up: the block count every step reads, so that
+    # a dummy step compiles the programs of that block bucket.
+    warm_blocks: ClassVar[int | None] = None
+
     def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.block_size = kv_cache_spec.block_size
         self.device = device
+        self.eager = vllm_config.model_config.enforce_eager
+        self.max_tokens = vllm_config.scheduler_config.max_num_batched_tokens
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
               fast_build: bool = False) -> TpuAttentionMetadata:
         m = common_attn_metadata
         R = m.num_reqs
         T = m.num_actual_tokens
+        # The model runs on the step's token bucket (TpuModelRunner pads the
+        # batch); the metadata is laid out for that many query rows.
+        N = T if self.eager else min(bucket_size(T), self.max_tokens)
         qsl = m.query_start_loc_cpu[: R + 1].numpy().astype(np.int64)
         if m.seq_lens_cpu_upper_bound is not None:
             seq = m.seq_lens_cpu_upper_bound[:R].numpy().astype(np.int64)
         else:
             seq = m.seq_lens[:R].cpu().numpy().astype(np.int64)
         qlen = qsl[1:] - qsl[:-1]
-        Q = _pow2(max(1, int(qlen.max(initial=1))))
-        width = m.block_table_tensor.shape[1]
-        nb = min(_pow2(max(1, -(-int(seq.max(initial=1)) // self.block_size))), width)
+        table = whole(m.block_table_tensor)
+        nb = block_bucket(int(seq.max(initial=1)), self.block_size, table.shape[1])
+        if TpuAttentionMetadataBuilder.warm_blocks is not None:
+            nb = min(TpuAttentionMetadataBuilder.warm_blocks, table.shape[1])
 
-        i = np.arange(Q, dtype=np.int64)
-        query_index = np.minimum(qsl[:-1, None] + i[None, :], max(T - 1, 0))
-        query_pos = (seq - qlen)[:, None] + i[None, :]
-        req = np.repeat(np.arange(R, dtype=np.int64), qlen)
-        tok = np.arange(len(req), dtype=np.int64)
-        out_index = req * Q + (tok - qsl[:-1][req])
-
-        # One host-to-device copy for the three index tensors.
-        packed = torch.from_numpy(np.concatenate([query_index.ravel(), query_pos.ravel(), out_index]))
-        packed = packed.to(self.device)
-        n = R * Q
+        token_req = np.zeros(N, dtype=np.int64)
+        real = np.repeat(np.arange(R, dtype=np.int64), qlen)[:N]
+        token_req[: len(real)] = real
+        if m.positions is not None and whole(m.positions).shape[0] >= N:
+            # The runner's positions buffer: its first N rows, the same view
+            # for every step of this bucket.
+            query_pos = whole(m.positions)[:N]
+        else:  # positions from the host: each query's place after the cached part
+            pos = np.zeros(N, dtype=np.int64)
+            tok = np.arange(len(real), dtype=np.int64)
+            pos[: len(real)] = (seq - qlen)[real] + (tok - qsl[:-1][real])
+            query_pos = torch.from_numpy(pos).to(self.device)
         return TpuAttentionMetadata(
-            num_actual_tokens=T,
-            query_index=packed[:n].view(R, Q),
-            query_pos=packed[n:2 * n].view(R, Q),
-            out_index=packed[2 * n:],
-            block_ids=m.block_table_tensor[:R, :nb].to(torch.int64),
+            num_actual_tokens=N,
+            token_req=torch.from_numpy(token_req).to(self.device),
+            query_pos=query_pos,
+            block_table=table[:, :nb],
             slot_mapping=m.slot_mapping,
         )
+
+
+def block_bucket(max_seq_len: int, block_size: int, width: int) -> int:
+    """How many blocks of the block table a step reads: enough for its
+    longest sequence, rounded up to a power of two, at most the table's width."""
+    return min(_pow2(max(1, -(-int(max_seq_len) // block_size))), width)
+
+
+def block_buckets(width: int) -> list[int]:
+    """Every value block_bucket can take for a table this wide."""
+    out, b = [], 1
+    while b < width:
+        out.append(b)
+        b *= 2
+    return out + [width]
 
 
 class TpuAttentionImpl(AttentionImpl):
@@ -190,35 +213,41 @@ class TpuAttentionImpl(AttentionImpl):
         if attn_metadata is None:  # profiling run: no cache yet
             return output
         md: TpuAttentionMetadata = attn_metadata
-        T = md.num_actual_tokens
-        R, Q = md.query_index.shape
+        N = query.shape[0]
         H, D = self.num_kv_heads, self.head_size
         G = self.num_heads // H
+        token_req, qpos = md.token_req, md.query_pos
+        if token_req.shape[0] != N:  # a caller that did not pad as the runner does
+            token_req, qpos = _fit(token_req, N), _fit(qpos, N)
 
-        # [R, nb, block, H, 2D] -> [R, S, H, 2D]: each request's keys and
-        # values in sequence order (position s is at block s // B, row s % B).
-        kv = kv_cache.transpose(1, 2)[md.block_ids]
+        # [N, nb, block, H, 2D] -> [N, S, H, 2D]: each token's request's keys
+        # and values in sequence order (position s is block s // B, row s % B).
+        blocks = md.block_table[token_req].to(torch.int64)
+        kv = kv_cache.transpose(1, 2)[blocks]
         S = kv.shape[1] * kv.shape[2]
-        kv = kv.reshape(R, S, H, 2 * D).float()
+        kv = kv.reshape(N, S, H, 2 * D).float()
         k, v = kv[..., :D], kv[..., D:]
 
-        q = query[:T].reshape(T, H, G, D).float()[md.query_index]  # [R, Q, H, G, D]
-        scores = torch.einsum("rqhgd,rshd->rhgqs", q, k) * self.scale
+        q = query.reshape(N, H, G, D).float()
+        scores = torch.einsum("nhgd,nshd->nhgs", q, k) * self.scale
         if self.logits_soft_cap:
             scores = torch.tanh(scores / self.logits_soft_cap) * self.logits_soft_cap
         kpos = torch.arange(S, device=query.device)
-        qpos = md.query_pos.unsqueeze(-1)
-        visible = kpos <= qpos  # [R, Q, S]
+        qpos = qpos.to(torch.int64).unsqueeze(-1)
+        visible = kpos <= qpos  # [N, S]: causal, within the token's own request
         if self.sliding_window is not None:
             visible = visible & (kpos > qpos - self.sliding_window)
-        # A finite minimum, not -inf: padded queries may see no key at all,
-        # and their softmax must stay finite (their rows are dropped below).
+        # A finite minimum, not -inf: padding tokens may see no key at all,
+        # and their softmax must stay finite (their rows are never read).
         scores = scores.masked_fill(~visible[:, None, None], torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores, dim=-1)
-        out = torch.einsum("rhgqs,rshd->rqhgd", probs, v)
-        # The whole output is written, padding rows included (they repeat a
-        # real row): a compiled graph that reads this tensor then always sees
-        # it the same way, whether or not the step was padded.
-        out = out.reshape(R * Q, self.num_heads * D)[md.out_rows(output.shape[0])]
+        out = torch.einsum("nhgs,nshd->nhgd", probs, v)
         output.copy_(out.reshape(output.shape).to(output.dtype))
         return output
+
+
+def _fit(t: torch.Tensor, n: int) -> torch.Tensor:
+    """t cut or zero-padded to n rows."""
+    if t.shape[0] >= n:
+        return t[:n]
+    return torch.cat([t, t.new_zeros(n - t.shape[0])])

@@ -18,12 +18,15 @@ from tqdm import tqdm
 from vllm.logger import init_logger
 from vllm.utils.mem_utils import format_gib
 from vllm.utils.torch_utils import set_random_seed
+from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
 from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
+from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
+from .attention import TpuAttentionMetadataBuilder, block_buckets
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
 
 logger = init_logger(__name__)
@@ -51,6 +54,16 @@ class TpuModelRunner(GPUModelRunner):
         padded = min(bucket_size(desc.num_tokens), self.max_num_tokens)
         return (mode, dataclasses.replace(desc, num_tokens=padded), *rest)
 
+    def _make_buffer(self, *size, dtype: torch.dtype, numpy: bool = True) -> CpuGpuBuffer:
+        return _WholeCopyBuffer(*size, dtype=dtype, device=self.device, with_numpy=numpy)
+
+    def _prepare_padding_mask(self, num_tokens_unpadded: int, num_tokens_padded: int):
+        # The whole mask from a runtime scalar, then a view of the bucket's
+        # rows: the same programs for every token count.
+        mask = self.is_padding
+        mask.copy_(torch.arange(mask.shape[0], device=mask.device) >= num_tokens_unpadded)
+        return mask[:num_tokens_padded]
+
     def _sync_device(self) -> None:
         torch.tpu.synchronize(self.device)
 
@@ -61,6 +74,18 @@ class TpuModelRunner(GPUModelRunner):
 
     def capture_model(self) -> int:
         return 0  # no CUDA graphs
+
+
+class _WholeCopyBuffer(CpuGpuBuffer):
+    """A host/device buffer pair whose host-to-device copy always sends the
+    whole buffer. vLLM copies the batch's first n rows (`gpu[:n].copy_`): on
+    tpu a write into a slice is a program per n, while a whole-buffer copy is
+    an upload that compiles nothing. The rows past n are stale on both sides
+    and never read; the buffers are small (one row per token or request)."""
+
+    def copy_to_gpu(self, n: int | None = None) -> torch.Tensor:
+        self.gpu.copy_(self.cpu)
+        return self.gpu if n is None else self.gpu[:n]
 
 
 class TpuWorker(Worker):
@@ -104,11 +129,26 @@ class TpuWorker(Worker):
         if not self.model_config.enforce_eager:
             # Compile every token bucket now, so serving never compiles; the
             # executables also land in the disk cache for the next start.
+            # Attention's eager ops are shaped by (token bucket, block
+            # bucket): each pair runs once, so a step of any length finds
+            # its programs compiled.
             sizes = sorted({min(bucket_size(n), runner.max_num_tokens)
                             for n in (1, runner.max_num_tokens)} |
                            {b for b in DEFAULT_BUCKETS if b <= runner.max_num_tokens})
-            for size in tqdm(sizes, desc="Compiling token buckets on tpu", unit="bucket"):
-                runner._dummy_run(size, skip_eplb=True, remove_lora=False, force_attention=True)
+            blocks = sorted({nb for t in runner.input_batch.block_table.block_tables
+                             for nb in block_buckets(t.block_table.gpu.shape[1])})
+            steps = [(s, nb) for s in sizes for nb in blocks]
+            try:
+                for size, nb in tqdm(steps, desc="Compiling token buckets on tpu", unit="shape"):
+                    TpuAttentionMetadataBuilder.warm_blocks = nb
+                    runner._dummy_run(size, skip_eplb=True, remove_lora=False,
+                                      force_attention=True)
+            finally:
+                TpuAttentionMetadataBuilder.warm_blocks = None
+            # The slot-mapping kernel (not run by dummy steps) works on whole
+            # buffers: one call compiles its programs for every batch.
+            runner.input_batch.block_table.compute_slot_mapping(
+                1, runner.query_start_loc.gpu[:2], runner.positions[:1])
         # Restore the seed that start-up draws (dummy weights, profiling) moved.
         set_random_seed(self.model_config.seed)
         return CompilationTimes(
