@@ -100,56 +100,45 @@ def child_vllm(args, prompts, backend):
     return row
 
 
+# (label, file suffix, function) whose cumulative time the profile reports.
+PHASES = [
+    ("engine step", "v1/engine/core.py", "step"),
+    ("scheduler", "v1/core/sched/scheduler.py", "schedule"),
+    ("execute_model", "v1/worker/gpu_model_runner.py", "execute_model"),
+    ("  input preparation", "v1/worker/gpu_model_runner.py", "_prepare_inputs"),
+    ("  attention metadata", "torch_pjrt/vllm/attention.py", "build"),
+    ("  model forward", "v1/worker/gpu_model_runner.py", "_model_forward"),
+    ("    attention (eager)", "torch_pjrt/vllm/attention.py", "forward"),
+    ("    KV cache writes (eager)", "torch_pjrt/vllm/attention.py", "do_kv_cache_update"),
+    ("  logits", "model_executor/layers/logits_processor.py", "forward"),
+    ("sample_tokens", "v1/worker/gpu_model_runner.py", "sample_tokens"),
+    ("  sampler", "v1/sample/sampler.py", "forward"),
+    ("  output copy and bookkeeping", "v1/worker/gpu_model_runner.py", "_bookkeeping_sync"),
+    ("output processing", "v1/engine/output_processor.py", "process_outputs"),
+]
+
+
 def profile_decode(llm, params):
-    """Share of a decode step's wall time per phase: 16 requests decoding,
-    each phase timed with the device synchronised at its ends (run with
-    TORCH_PJRT_LAUNCH_BLOCKING=1, so each op finishes where it is issued)."""
-    import torch
+    """Where a decode step's time goes: 16 requests of 16-token prompts, M
+    output tokens, under cProfile with TORCH_PJRT_LAUNCH_BLOCKING=1 (each op
+    finishes where it is issued, so device time lands in the phase that
+    launched it). Each phase's cumulative time as a share of generate's."""
+    import cProfile
+    import pstats
 
-    from torch_pjrt.vllm.attention import TpuAttentionImpl
-
-    runner = llm.llm_engine.model_executor.driver_worker.worker.model_runner
-    spent = {}
-
-    def timed(obj, name, label):
-        f = getattr(obj, name)
-
-        def run(*a, **k):
-            torch.tpu.synchronize()
-            t0 = time.perf_counter()
-            try:
-                return f(*a, **k)
-            finally:
-                torch.tpu.synchronize()
-                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
-        setattr(obj, name, run)
-        return f
-
-    saved = [(runner, n, timed(runner, n, label)) for n, label in (
-        ("execute_model", "execute_model"), ("_prepare_inputs", "input preparation"),
-        ("_model_forward", "model forward (graphs + attention)"),
-        ("sample_tokens", "logits + sampler + output copy"))]
-    attn = timed(TpuAttentionImpl, "forward", "  of which attention (eager)")
-    core = llm.llm_engine.engine_core
-    step = timed(core.engine_core, "step", "engine step (all)") if hasattr(core, "engine_core") \
-        else None
     prompts = [{"prompt_token_ids": [5 + i] * 16} for i in range(16)]
     llm.generate(prompts, params, use_tqdm=False)
-    spent.clear()
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
     llm.generate(prompts, params, use_tqdm=False)
-    for obj, n, f in saved:
-        setattr(obj, n, f)
-    TpuAttentionImpl.forward = attn
-    if step is not None:
-        core.engine_core.step = step
-    total = spent.get("engine step (all)") or sum(spent.values())
-    out = {k: f"{100 * v / total:.0f}%" for k, v in spent.items()}
-    inner = spent.get("execute_model", 0) - sum(
-        spent.get(k, 0) for k in ("input preparation", "model forward (graphs + attention)"))
-    out["rest of execute_model (metadata, bookkeeping)"] = f"{100 * inner / total:.0f}%"
-    out["scheduler and output processing"] = \
-        f"{100 * (total - spent.get('execute_model', 0) - spent.get('logits + sampler + output copy', 0)) / total:.0f}%"
-    out["step_ms"] = round(1e3 * total / (params.max_tokens), 2)
+    prof.disable()
+    total = time.perf_counter() - t0
+    stats = pstats.Stats(prof).stats  # (file, line, fn) -> (cc, nc, tt, ct, callers)
+    out = {"generate_s": round(total, 2), "steps": params.max_tokens}
+    for label, suffix, fn in PHASES:
+        ct = sum(v[3] for (f, _, name), v in stats.items() if f.endswith(suffix) and name == fn)
+        out[label] = f"{100 * ct / total:.0f}%"
     return out
 
 

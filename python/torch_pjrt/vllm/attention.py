@@ -84,23 +84,44 @@ class TpuAttentionBackend(AttentionBackend):
 @dataclass
 class TpuAttentionMetadata:
     num_actual_tokens: int
-    # [N]: the row of the batch's block table that each query token reads
-    # (N is the step's token count, padded; padding tokens read row 0).
-    token_req: torch.Tensor
-    # [N]: each query token's position in its sequence (a padding token's is
-    # whatever vLLM left there; its output is never read).
+    # [N] on tpu: each query token's position in its sequence (N is the
+    # step's token count, padded; a padding token's is -1: it sees nothing
+    # and its output is never read).
     query_pos: torch.Tensor
-    # [rows, nb]: the first nb columns of the whole block table (padding
-    # reads block 0, masked by position).
-    block_table: torch.Tensor
+    # [N, nb] on the host: the blocks each query token reads (its request's
+    # first nb blocks; padding reads block 0, masked by position).
+    blocks: torch.Tensor
     slot_mapping: torch.Tensor
 
 
+# The host copy of each of vLLM's device block tables, by the device
+# tensor (registered by TpuModelRunner each step before metadata is built).
+_HOST_TABLES: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
+
+
+def register_host_table(device_table: torch.Tensor, host_table: np.ndarray) -> None:
+    _HOST_TABLES[id(device_table)] = (device_table, host_table)
+
+
+def _host_table(device_table: torch.Tensor) -> np.ndarray:
+    entry = _HOST_TABLES.get(id(device_table))
+    if entry is not None and entry[0] is device_table:
+        return entry[1]
+    return device_table.cpu().numpy()  # not registered: one wait for a copy
+
+
 class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]):
-    """Per-token metadata whose shapes depend only on the step's padded token
-    count and a power-of-two count of blocks: each eager op of attention then
-    has one program per (token bucket, block bucket), all compiled at warm-up
-    (TpuWorker.compile_or_warm_up_model), so serving compiles none."""
+    """Per-token metadata, worked out on the host once per step and shared by
+    every layer.
+
+    Shapes depend only on the step's padded token count and a power-of-two
+    count of blocks: attention's eager ops have one program per (token
+    bucket, block bucket), all compiled at warm-up
+    (TpuWorker.compile_or_warm_up_model), so serving compiles none. The
+    gather and scatter indices stay on the host: an index op checks its
+    indices before it launches, and a device index would make the host wait
+    for everything queued before it; host indices are checked where they are
+    and uploaded with the op."""
 
     # Set by the worker's warm-up: the block count every step reads, so that
     # a dummy step compiles the programs of that block bucket.
@@ -118,6 +139,7 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         m = common_attn_metadata
         R = m.num_reqs
         T = m.num_actual_tokens
+        B = self.block_size
         # The model runs on the step's token bucket (TpuModelRunner pads the
         # batch); the metadata is laid out for that many query rows.
         N = T if self.eager else min(bucket_size(T), self.max_tokens)
@@ -127,28 +149,22 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         else:
             seq = m.seq_lens[:R].cpu().numpy().astype(np.int64)
         qlen = qsl[1:] - qsl[:-1]
-        table = whole(m.block_table_tensor)
-        nb = block_bucket(int(seq.max(initial=1)), self.block_size, table.shape[1])
+        table = _host_table(whole(m.block_table_tensor))
+        nb = block_bucket(int(seq.max(initial=1)), B, table.shape[1])
         if TpuAttentionMetadataBuilder.warm_blocks is not None:
             nb = min(TpuAttentionMetadataBuilder.warm_blocks, table.shape[1])
 
-        token_req = np.zeros(N, dtype=np.int64)
-        real = np.repeat(np.arange(R, dtype=np.int64), qlen)[:N]
-        token_req[: len(real)] = real
-        if m.positions is not None and whole(m.positions).shape[0] >= N:
-            # The runner's positions buffer: its first N rows, the same view
-            # for every step of this bucket.
-            query_pos = whole(m.positions)[:N]
-        else:  # positions from the host: each query's place after the cached part
-            pos = np.zeros(N, dtype=np.int64)
-            tok = np.arange(len(real), dtype=np.int64)
-            pos[: len(real)] = (seq - qlen)[real] + (tok - qsl[:-1][real])
-            query_pos = torch.from_numpy(pos).to(self.device)
+        req = np.repeat(np.arange(R, dtype=np.int64), qlen)[:N]
+        tok = np.arange(len(req), dtype=np.int64)
+        real_pos = (seq - qlen)[req] + (tok - qsl[:-1][req])
+        pos = np.full(N, -1, dtype=np.int64)
+        pos[: len(req)] = real_pos
+        blocks = np.zeros((N, nb), dtype=np.int64)
+        blocks[: len(req)] = table[req, :nb]
         return TpuAttentionMetadata(
             num_actual_tokens=N,
-            token_req=torch.from_numpy(token_req).to(self.device),
-            query_pos=query_pos,
-            block_table=table[:, :nb],
+            query_pos=torch.from_numpy(pos).to(self.device),
+            blocks=torch.from_numpy(blocks),
             slot_mapping=m.slot_mapping,
         )
 
@@ -199,6 +215,10 @@ class TpuAttentionImpl(AttentionImpl):
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping) -> None:
         if self.kv_sharing_target_layer_name is not None:
             return
+        # The device slot mapping, though its index check waits: an
+        # index_put_ at host-side slots measured 2-3x slower end to end
+        # (bench/vllm_serve.py's model, 2026-12-05), as if the cache were
+        # copied rather than updated in place.
         n = min(key.shape[0], slot_mapping.shape[0])
         # Padding tokens have slot -1; they land in slot 0 of block 0, which
         # vLLM's block pool keeps as the null block and never hands out.
@@ -216,13 +236,12 @@ class TpuAttentionImpl(AttentionImpl):
         N = query.shape[0]
         H, D = self.num_kv_heads, self.head_size
         G = self.num_heads // H
-        token_req, qpos = md.token_req, md.query_pos
-        if token_req.shape[0] != N:  # a caller that did not pad as the runner does
-            token_req, qpos = _fit(token_req, N), _fit(qpos, N)
+        blocks, qpos = md.blocks, md.query_pos
+        if blocks.shape[0] != N:  # a caller that did not pad as the runner does
+            blocks, qpos = _fit(blocks, N), _fit(qpos, N, -1)
 
         # [N, nb, block, H, 2D] -> [N, S, H, 2D]: each token's request's keys
         # and values in sequence order (position s is block s // B, row s % B).
-        blocks = md.block_table[token_req].to(torch.int64)
         kv = kv_cache.transpose(1, 2)[blocks]
         S = kv.shape[1] * kv.shape[2]
         kv = kv.reshape(N, S, H, 2 * D).float()
@@ -246,8 +265,8 @@ class TpuAttentionImpl(AttentionImpl):
         return output
 
 
-def _fit(t: torch.Tensor, n: int) -> torch.Tensor:
-    """t cut or zero-padded to n rows."""
+def _fit(t: torch.Tensor, n: int, fill: int = 0) -> torch.Tensor:
+    """t cut or padded with `fill` to n rows."""
     if t.shape[0] >= n:
         return t[:n]
-    return torch.cat([t, t.new_zeros(n - t.shape[0])])
+    return torch.cat([t, t.new_full((n - t.shape[0], *t.shape[1:]), fill)])

@@ -26,7 +26,7 @@ from vllm.v1.worker.worker_base import CompilationTimes
 from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
 from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
-from .attention import TpuAttentionMetadataBuilder, block_buckets
+from .attention import TpuAttentionMetadataBuilder, block_buckets, register_host_table
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
 
 logger = init_logger(__name__)
@@ -53,6 +53,12 @@ class TpuModelRunner(GPUModelRunner):
         mode, desc, *rest = out
         padded = min(bucket_size(desc.num_tokens), self.max_num_tokens)
         return (mode, dataclasses.replace(desc, num_tokens=padded), *rest)
+
+    def _prepare_inputs(self, *args, **kwargs):
+        # The attention metadata builder reads the block tables on the host.
+        for t in self.input_batch.block_table.block_tables:
+            register_host_table(t.block_table.gpu, t.block_table.np)
+        return super()._prepare_inputs(*args, **kwargs)
 
     def _make_buffer(self, *size, dtype: torch.dtype, numpy: bool = True) -> CpuGpuBuffer:
         return _WholeCopyBuffer(*size, dtype=dtype, device=self.device, with_numpy=numpy)
