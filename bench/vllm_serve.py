@@ -249,9 +249,13 @@ def main():
             print(f"# {r['backend']}: {r['output_tokens_per_s'] / base['output_tokens_per_s']:.2f}x "
                   f"the output tokens/s of vllm tpu")
     toks = {r["backend"]: r["tokens"] for r in ok}
-    if len(toks) > 1:
-        same = all(t == next(iter(toks.values())) for t in toks.values())
-        print(f"# greedy tokens of the first 4 requests equal across backends: {same}")
+    ref = toks.get("vllm tpu")
+    if ref is not None:
+        for name, t in toks.items():
+            if name != "vllm tpu":
+                same = sum(a == b for a, b in zip(ref, t))
+                print(f"# {name}: greedy tokens equal to vllm tpu's for {same} of the first "
+                      f"{len(ref)} requests")
 
 
 if __name__ == "__main__":

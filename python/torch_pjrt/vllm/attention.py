@@ -206,19 +206,13 @@ class TpuAttentionImpl(AttentionImpl):
         self.kv_sharing_target_layer_name = kv_sharing_target_layer_name
 
     def _slots(self, kv_cache: torch.Tensor) -> torch.Tensor:
-        # The cache arrives as the logical [blocks, heads, tokens, 2*D] view of
-        # LBNHC memory; swapping back gives the memory order, where one
-        # (block, token) is one row.
-        kv = kv_cache.transpose(1, 2)
-        return kv.reshape(-1, self.num_kv_heads, 2 * self.head_size)
+        # One (block, token) is one row of the memory-order cache.
+        return _memory_order(kv_cache).view(-1, self.num_kv_heads, 2 * self.head_size)
 
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping) -> None:
         if self.kv_sharing_target_layer_name is not None:
             return
-        # The device slot mapping, though its index check waits: an
-        # index_put_ at host-side slots measured 2-3x slower end to end
-        # (bench/vllm_serve.py's model, 2026-12-05), as if the cache were
-        # copied rather than updated in place.
+        # vLLM's device slot mapping (its index check waits for the queue).
         n = min(key.shape[0], slot_mapping.shape[0])
         # Padding tokens have slot -1; they land in slot 0 of block 0, which
         # vLLM's block pool keeps as the null block and never hands out.
@@ -242,7 +236,7 @@ class TpuAttentionImpl(AttentionImpl):
 
         # [N, nb, block, H, 2D] -> [N, S, H, 2D]: each token's request's keys
         # and values in sequence order (position s is block s // B, row s % B).
-        kv = kv_cache.transpose(1, 2)[blocks]
+        kv = _memory_order(kv_cache)[blocks]
         S = kv.shape[1] * kv.shape[2]
         kv = kv.reshape(N, S, H, 2 * D).float()
         k, v = kv[..., :D], kv[..., D:]
@@ -263,6 +257,22 @@ class TpuAttentionImpl(AttentionImpl):
         out = torch.einsum("nhgs,nshd->nhgd", probs, v)
         output.copy_(out.reshape(output.shape).to(output.dtype))
         return output
+
+
+def _memory_order(kv_cache: torch.Tensor) -> torch.Tensor:
+    """The cache as [blocks, block_size, heads, 2 * head_size] in memory order.
+
+    vLLM hands each layer a permuted view of the LBNHC memory; permuting it
+    back gives the memory order, but as a view of a view whose programs
+    transpose the whole cache on every read and write (an index_copy_ into
+    it took 35-50 ms on a 128 MiB cache, against 1 ms into a plain view,
+    bench of 2026-12-05). A fresh view with the same strides is read as the
+    contiguous buffer it is, and a write through it updates the cache in
+    place."""
+    kv = kv_cache.transpose(1, 2)
+    if not kv.is_contiguous():
+        return kv
+    return kv.as_strided(kv.shape, kv.stride(), kv.storage_offset())
 
 
 def _fit(t: torch.Tensor, n: int, fill: int = 0) -> torch.Tensor:

@@ -86,8 +86,11 @@ class _WholeCopyBuffer(CpuGpuBuffer):
     """A host/device buffer pair whose host-to-device copy always sends the
     whole buffer. vLLM copies the batch's first n rows (`gpu[:n].copy_`): on
     tpu a write into a slice is a program per n, while a whole-buffer copy is
-    an upload that compiles nothing. The rows past n are stale on both sides
-    and never read; the buffers are small (one row per token or request)."""
+    an upload that compiles nothing. The rows past n are the host's stale
+    rows, where the device had its own stale rows: this relies on nothing
+    writing these buffers on the device, which holds while async scheduling
+    and speculative decoding are off (the platform refuses the latter).
+    The buffers are small (one row per token or request)."""
 
     def copy_to_gpu(self, n: int | None = None) -> torch.Tensor:
         self.gpu.copy_(self.cpu)
