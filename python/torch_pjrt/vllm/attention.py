@@ -3,18 +3,20 @@
 The KV cache of a layer is one tensor, [num_blocks, block_size, kv_heads,
 2 * head_size] in memory (vLLM's LBNHC layout: keys and values side by side
 in the last dim). New keys and values are written in place at their slots
-(index_copy_ into the cache); attention reads each request's blocks through
-the block table (one gather per layer) and runs prefills and decodes of one
-batch together: queries are laid out [requests, longest query], each query
-sees the keys at positions <= its own, per request.
+(index_copy_ into the cache); attention reads, for each query token, its
+request's blocks through the block table (one gather per layer) and runs
+prefills and decodes of one batch together: each query sees the keys of its
+own request at positions <= its own.
 
-The per-batch index work (where each query sits in the padded layout, its
-position, which blocks to read) is done once per step on the CPU by the
-metadata builder and shared by every layer.
+Every shape here is the step's padded token count or a power-of-two count of
+blocks, never the request count or a query length, so that the eager ops of
+attention have a bounded set of programs, all compiled at warm-up. The
+per-step index work (which request each token belongs to) is done once per
+step on the CPU by the metadata builder and shared by every layer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -28,6 +30,9 @@ from vllm.v1.attention.backend import (
     MultipleOf,
 )
 from vllm.v1.kv_cache_layout import KVCacheLayout
+
+from ..bucketing import bucket_size
+from .kernels import whole
 
 
 def _pow2(n: int) -> int:
@@ -79,70 +84,104 @@ class TpuAttentionBackend(AttentionBackend):
 @dataclass
 class TpuAttentionMetadata:
     num_actual_tokens: int
-    # [R, Q]: for request r's i-th query, its row in the batch's query tensor
-    # (padding repeats a real row; its output is never read back).
-    query_index: torch.Tensor
-    # [R, Q]: the position in its sequence of each padded query.
+    # [N] on tpu: each query token's position in its sequence (N is the
+    # step's token count, padded; a padding token's is -1: it sees nothing
+    # and its output is never read).
     query_pos: torch.Tensor
-    # [T]: where each real query's output sits in the flat [R * Q] layout.
-    out_index: torch.Tensor
-    # [R, nb]: the blocks each request reads (padding reads block 0, masked).
-    block_ids: torch.Tensor
+    # [N, nb] on the host: the blocks each query token reads (its request's
+    # first nb blocks; padding reads block 0, masked by position).
+    blocks: torch.Tensor
     slot_mapping: torch.Tensor
-    _rows: dict = field(default_factory=dict)
 
-    def out_rows(self, n: int) -> torch.Tensor:
-        """out_index extended to n rows (the step's padded token count);
-        made once per step, shared by the layers."""
-        real = self.out_index.shape[0]
-        if n == real:
-            return self.out_index
-        if n not in self._rows:
-            pad = self.out_index.new_zeros(n - real)
-            self._rows[n] = torch.cat([self.out_index, pad])
-        return self._rows[n]
+
+# The host copy of each of vLLM's device block tables, by the device
+# tensor (registered by TpuModelRunner each step before metadata is built).
+_HOST_TABLES: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
+
+
+def register_host_table(device_table: torch.Tensor, host_table: np.ndarray) -> None:
+    _HOST_TABLES[id(device_table)] = (device_table, host_table)
+
+
+def _host_table(device_table: torch.Tensor) -> np.ndarray:
+    entry = _HOST_TABLES.get(id(device_table))
+    if entry is not None and entry[0] is device_table:
+        return entry[1]
+    return device_table.cpu().numpy()  # not registered: one wait for a copy
 
 
 class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]):
+    """Per-token metadata, worked out on the host once per step and shared by
+    every layer.
+
+    Shapes depend only on the step's padded token count and a power-of-two
+    count of blocks: attention's eager ops have one program per (token
+    bucket, block bucket), all compiled at warm-up
+    (TpuWorker.compile_or_warm_up_model), so serving compiles none. The
+    gather and scatter indices stay on the host: an index op checks its
+    indices before it launches, and a device index would make the host wait
+    for everything queued before it; host indices are checked where they are
+    and uploaded with the op."""
+
+    # Set by the worker's warm-up: the block count every step reads, so that
+    # a dummy step compiles the programs of that block bucket.
+    warm_blocks: ClassVar[int | None] = None
+
     def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.block_size = kv_cache_spec.block_size
         self.device = device
+        self.eager = vllm_config.model_config.enforce_eager
+        self.max_tokens = vllm_config.scheduler_config.max_num_batched_tokens
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
               fast_build: bool = False) -> TpuAttentionMetadata:
         m = common_attn_metadata
         R = m.num_reqs
         T = m.num_actual_tokens
+        B = self.block_size
+        # The model runs on the step's token bucket (TpuModelRunner pads the
+        # batch); the metadata is laid out for that many query rows.
+        N = T if self.eager else min(bucket_size(T), self.max_tokens)
         qsl = m.query_start_loc_cpu[: R + 1].numpy().astype(np.int64)
         if m.seq_lens_cpu_upper_bound is not None:
             seq = m.seq_lens_cpu_upper_bound[:R].numpy().astype(np.int64)
         else:
             seq = m.seq_lens[:R].cpu().numpy().astype(np.int64)
         qlen = qsl[1:] - qsl[:-1]
-        Q = _pow2(max(1, int(qlen.max(initial=1))))
-        width = m.block_table_tensor.shape[1]
-        nb = min(_pow2(max(1, -(-int(seq.max(initial=1)) // self.block_size))), width)
+        table = _host_table(whole(m.block_table_tensor))
+        nb = block_bucket(int(seq.max(initial=1)), B, table.shape[1])
+        if TpuAttentionMetadataBuilder.warm_blocks is not None:
+            nb = min(TpuAttentionMetadataBuilder.warm_blocks, table.shape[1])
 
-        i = np.arange(Q, dtype=np.int64)
-        query_index = np.minimum(qsl[:-1, None] + i[None, :], max(T - 1, 0))
-        query_pos = (seq - qlen)[:, None] + i[None, :]
-        req = np.repeat(np.arange(R, dtype=np.int64), qlen)
+        req = np.repeat(np.arange(R, dtype=np.int64), qlen)[:N]
         tok = np.arange(len(req), dtype=np.int64)
-        out_index = req * Q + (tok - qsl[:-1][req])
-
-        # One host-to-device copy for the three index tensors.
-        packed = torch.from_numpy(np.concatenate([query_index.ravel(), query_pos.ravel(), out_index]))
-        packed = packed.to(self.device)
-        n = R * Q
+        real_pos = (seq - qlen)[req] + (tok - qsl[:-1][req])
+        pos = np.full(N, -1, dtype=np.int64)
+        pos[: len(req)] = real_pos
+        blocks = np.zeros((N, nb), dtype=np.int64)
+        blocks[: len(req)] = table[req, :nb]
         return TpuAttentionMetadata(
-            num_actual_tokens=T,
-            query_index=packed[:n].view(R, Q),
-            query_pos=packed[n:2 * n].view(R, Q),
-            out_index=packed[2 * n:],
-            block_ids=m.block_table_tensor[:R, :nb].to(torch.int64),
+            num_actual_tokens=N,
+            query_pos=torch.from_numpy(pos).to(self.device),
+            blocks=torch.from_numpy(blocks),
             slot_mapping=m.slot_mapping,
         )
+
+
+def block_bucket(max_seq_len: int, block_size: int, width: int) -> int:
+    """How many blocks of the block table a step reads: enough for its
+    longest sequence, rounded up to a power of two, at most the table's width."""
+    return min(_pow2(max(1, -(-int(max_seq_len) // block_size))), width)
+
+
+def block_buckets(width: int) -> list[int]:
+    """Every value block_bucket can take for a table this wide."""
+    out, b = [], 1
+    while b < width:
+        out.append(b)
+        b *= 2
+    return out + [width]
 
 
 class TpuAttentionImpl(AttentionImpl):
@@ -167,15 +206,13 @@ class TpuAttentionImpl(AttentionImpl):
         self.kv_sharing_target_layer_name = kv_sharing_target_layer_name
 
     def _slots(self, kv_cache: torch.Tensor) -> torch.Tensor:
-        # The cache arrives as the logical [blocks, heads, tokens, 2*D] view of
-        # LBNHC memory; swapping back gives the memory order, where one
-        # (block, token) is one row.
-        kv = kv_cache.transpose(1, 2)
-        return kv.reshape(-1, self.num_kv_heads, 2 * self.head_size)
+        # One (block, token) is one row of the memory-order cache.
+        return _memory_order(kv_cache).view(-1, self.num_kv_heads, 2 * self.head_size)
 
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping) -> None:
         if self.kv_sharing_target_layer_name is not None:
             return
+        # vLLM's device slot mapping (its index check waits for the queue).
         n = min(key.shape[0], slot_mapping.shape[0])
         # Padding tokens have slot -1; they land in slot 0 of block 0, which
         # vLLM's block pool keeps as the null block and never hands out.
@@ -190,35 +227,56 @@ class TpuAttentionImpl(AttentionImpl):
         if attn_metadata is None:  # profiling run: no cache yet
             return output
         md: TpuAttentionMetadata = attn_metadata
-        T = md.num_actual_tokens
-        R, Q = md.query_index.shape
+        N = query.shape[0]
         H, D = self.num_kv_heads, self.head_size
         G = self.num_heads // H
+        blocks, qpos = md.blocks, md.query_pos
+        if blocks.shape[0] != N:  # a caller that did not pad as the runner does
+            blocks, qpos = _fit(blocks, N), _fit(qpos, N, -1)
 
-        # [R, nb, block, H, 2D] -> [R, S, H, 2D]: each request's keys and
-        # values in sequence order (position s is at block s // B, row s % B).
-        kv = kv_cache.transpose(1, 2)[md.block_ids]
+        # [N, nb, block, H, 2D] -> [N, S, H, 2D]: each token's request's keys
+        # and values in sequence order (position s is block s // B, row s % B).
+        kv = _memory_order(kv_cache)[blocks]
         S = kv.shape[1] * kv.shape[2]
-        kv = kv.reshape(R, S, H, 2 * D).float()
+        kv = kv.reshape(N, S, H, 2 * D).float()
         k, v = kv[..., :D], kv[..., D:]
 
-        q = query[:T].reshape(T, H, G, D).float()[md.query_index]  # [R, Q, H, G, D]
-        scores = torch.einsum("rqhgd,rshd->rhgqs", q, k) * self.scale
+        q = query.reshape(N, H, G, D).float()
+        scores = torch.einsum("nhgd,nshd->nhgs", q, k) * self.scale
         if self.logits_soft_cap:
             scores = torch.tanh(scores / self.logits_soft_cap) * self.logits_soft_cap
         kpos = torch.arange(S, device=query.device)
-        qpos = md.query_pos.unsqueeze(-1)
-        visible = kpos <= qpos  # [R, Q, S]
+        qpos = qpos.to(torch.int64).unsqueeze(-1)
+        visible = kpos <= qpos  # [N, S]: causal, within the token's own request
         if self.sliding_window is not None:
             visible = visible & (kpos > qpos - self.sliding_window)
-        # A finite minimum, not -inf: padded queries may see no key at all,
-        # and their softmax must stay finite (their rows are dropped below).
+        # A finite minimum, not -inf: padding tokens may see no key at all,
+        # and their softmax must stay finite (their rows are never read).
         scores = scores.masked_fill(~visible[:, None, None], torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores, dim=-1)
-        out = torch.einsum("rhgqs,rshd->rqhgd", probs, v)
-        # The whole output is written, padding rows included (they repeat a
-        # real row): a compiled graph that reads this tensor then always sees
-        # it the same way, whether or not the step was padded.
-        out = out.reshape(R * Q, self.num_heads * D)[md.out_rows(output.shape[0])]
+        out = torch.einsum("nhgs,nshd->nhgd", probs, v)
         output.copy_(out.reshape(output.shape).to(output.dtype))
         return output
+
+
+def _memory_order(kv_cache: torch.Tensor) -> torch.Tensor:
+    """The cache as [blocks, block_size, heads, 2 * head_size] in memory order.
+
+    vLLM hands each layer a permuted view of the LBNHC memory; permuting it
+    back gives the memory order, but as a view of a view whose programs
+    transpose the whole cache on every read and write (an index_copy_ into
+    it took 35-50 ms on a 128 MiB cache, against 1 ms into a plain view,
+    bench of 2026-12-05). A fresh view with the same strides is read as the
+    contiguous buffer it is, and a write through it updates the cache in
+    place."""
+    kv = kv_cache.transpose(1, 2)
+    if not kv.is_contiguous():
+        return kv
+    return kv.as_strided(kv.shape, kv.stride(), kv.storage_offset())
+
+
+def _fit(t: torch.Tensor, n: int, fill: int = 0) -> torch.Tensor:
+    """t cut or padded with `fill` to n rows."""
+    if t.shape[0] >= n:
+        return t[:n]
+    return torch.cat([t, t.new_full((n - t.shape[0], *t.shape[1:]), fill)])

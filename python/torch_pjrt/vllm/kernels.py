@@ -7,27 +7,58 @@ from __future__ import annotations
 import torch
 
 
+def whole(t: torch.Tensor) -> torch.Tensor:
+    """The buffer that t is a leading slice of (vLLM passes `buf[:n]`), else t.
+
+    On tpu an op's program is keyed by the shapes of the views it reads, so
+    an op over `buf[:n]` compiles once per n; over the whole buffer, with n a
+    runtime scalar, it compiles once."""
+    base = t._base
+    if (base is not None and t.storage_offset() == 0 and base.dim() == t.dim()
+            and base.shape[1:] == t.shape[1:] and base.is_contiguous() and t.is_contiguous()):
+        return base
+    return t
+
+
 def compute_slot_mapping(num_tokens, max_num_tokens, query_start_loc_ptr, positions_ptr,
                          block_table_ptr, block_table_stride, slot_mapping_ptr, *,
                          KV_CACHE_BLOCK_SIZE, TOTAL_CP_WORLD_SIZE=1, TOTAL_CP_RANK=0,
                          CP_KV_CACHE_INTERLEAVE_SIZE=1, PAD_ID=-1, BLOCK_SIZE=None):
     """slot_mapping[t] = block_table[req(t), pos(t) // B] * B + pos(t) % B for
     the batch's tokens, PAD_ID for the rest of the buffer (padded tokens then
-    write nowhere). Same contract as block_table.ComputeSlotMappingKernel."""
+    write nowhere). Same contract as block_table.ComputeSlotMappingKernel.
+
+    Computed over the whole buffers with the token count as a runtime scalar,
+    so every batch runs the same programs (no compile per token count)."""
     if TOTAL_CP_WORLD_SIZE != 1:
         raise NotImplementedError("context parallelism is not supported on tpu")
     B = KV_CACHE_BLOCK_SIZE
     n = int(num_tokens)
+    m = min(int(max_num_tokens), slot_mapping_ptr.shape[0])
     dev = slot_mapping_ptr.device
-    if n > 0:
-        pos = positions_ptr[:n].to(torch.int64)
-        tokens = torch.arange(n, device=dev, dtype=torch.int64)
-        # query_start_loc is [num_reqs + 1], ascending: a token belongs to the
-        # last request whose start is <= its index.
-        starts = query_start_loc_ptr[1:].to(torch.int64)
-        req = torch.searchsorted(starts, tokens, right=True)
-        flat = block_table_ptr.reshape(-1)
-        block = flat[req * block_table_stride + pos // B].to(torch.int64)
-        slot_mapping_ptr[:n].copy_(block * B + pos % B)
-    if max_num_tokens > n:
-        slot_mapping_ptr[n:max_num_tokens].fill_(PAD_ID)
+    pos = whole(positions_ptr)
+    # vLLM fills query_start_loc past the last request with the token total,
+    # so the whole buffer stays ascending and a search over it is exact for
+    # the batch's tokens.
+    starts = whole(query_start_loc_ptr)[1:]
+    if pos.shape[0] < m:  # not a slice of a long enough buffer: compute n rows
+        m = n
+        pos = positions_ptr
+        starts = query_start_loc_ptr[1:]
+    tokens = torch.arange(m, device=dev, dtype=torch.int64)
+    pos = pos[:m].to(torch.int64)
+    # A token belongs to the last request whose start is <= its index.
+    req = torch.searchsorted(starts.to(torch.int64), tokens, right=True)
+    table = block_table_ptr.view(-1, block_table_stride)
+    req = req.clamp(max=table.shape[0] - 1)
+    # Rows past the batch hold stale positions: clamp them into the table
+    # (their result is replaced by PAD_ID below).
+    col = torch.div(pos, B, rounding_mode="floor").clamp(0, table.shape[1] - 1)
+    slots = table[req, col].to(torch.int64) * B + pos.remainder(B)
+    slots = torch.where(tokens < n, slots, PAD_ID)
+    if m == slot_mapping_ptr.shape[0]:
+        slot_mapping_ptr.copy_(slots)
+    else:
+        slot_mapping_ptr[:m].copy_(slots)
+        if max_num_tokens > m:
+            slot_mapping_ptr[m:max_num_tokens].fill_(PAD_ID)

@@ -108,6 +108,12 @@ class TpuPlatform(Platform):
         return float(torch.tpu.memory_allocated(device))
 
     @classmethod
+    def verify_quantization(cls, quant: str) -> None:
+        # No quantization method is checked on tpu yet: each is refused with
+        # vLLM's own message rather than run unchecked.
+        raise ValueError(f"{quant} quantization is currently not supported in {cls.device_name}.")
+
+    @classmethod
     def check_if_supports_dtype(cls, dtype: torch.dtype) -> None:
         if dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise ValueError(f"dtype {dtype} is not supported on tpu")
@@ -134,6 +140,11 @@ class TpuPlatform(Platform):
                 "tensor_parallel_size and pipeline_parallel_size > 1 are not supported on "
                 "tpu yet: one engine uses one tpu device (vLLM's parallel groups over "
                 "torch_pjrt's pjrt process groups are not wired up)")
+        if vllm_config.speculative_config is not None:
+            # The runner's host-to-device copies send whole buffers
+            # (worker._WholeCopyBuffer), which speculative decoding's device
+            # writes into those buffers would not survive.
+            raise NotImplementedError("speculative decoding is not supported on tpu yet")
         if parallel.worker_cls == "auto":
             parallel.worker_cls = "torch_pjrt.vllm.worker.TpuWorker"
         parallel.disable_custom_all_reduce = True

@@ -18,12 +18,15 @@ from tqdm import tqdm
 from vllm.logger import init_logger
 from vllm.utils.mem_utils import format_gib
 from vllm.utils.torch_utils import set_random_seed
+from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
 from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
+from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
+from .attention import TpuAttentionMetadataBuilder, block_buckets, register_host_table
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
 
 logger = init_logger(__name__)
@@ -51,6 +54,38 @@ class TpuModelRunner(GPUModelRunner):
         padded = min(bucket_size(desc.num_tokens), self.max_num_tokens)
         return (mode, dataclasses.replace(desc, num_tokens=padded), *rest)
 
+    def _prepare_inputs(self, *args, **kwargs):
+        # The attention metadata builder reads the block tables on the host.
+        for t in self.input_batch.block_table.block_tables:
+            register_host_table(t.block_table.gpu, t.block_table.np)
+        return super()._prepare_inputs(*args, **kwargs)
+
+    def _make_buffer(self, *size, dtype: torch.dtype, numpy: bool = True) -> CpuGpuBuffer:
+        return _WholeCopyBuffer(*size, dtype=dtype, device=self.device, with_numpy=numpy)
+
+    def _prepare_padding_mask(self, num_tokens_unpadded: int, num_tokens_padded: int):
+        # The whole mask from a runtime scalar, then a view of the bucket's
+        # rows: the same programs for every token count.
+        mask = self.is_padding
+        mask.copy_(torch.arange(mask.shape[0], device=mask.device) >= num_tokens_unpadded)
+        return mask[:num_tokens_padded]
+
+    def initialize_kv_cache_tensors(self, *args, **kwargs):
+        # vLLM carves every layer's cache out of one raw int8 allocation. On
+        # tpu a write into a view of a storage is a program over the whole
+        # storage's buffer, and into this one (reinterpreted, shared by the
+        # layers) it was not done in place: each layer's cache write copied
+        # the whole allocation (190 ms per write for 256 MiB, 13 ms for
+        # 16 MiB, 2026-12-05). Each layer gets a storage of its own instead.
+        import vllm.v1.worker.gpu_model_runner as gmr
+
+        allocate = gmr.allocate_kv_cache
+        gmr.allocate_kv_cache = lambda *a, **k: _own_storages(allocate(*a, **k))
+        try:
+            return super().initialize_kv_cache_tensors(*args, **kwargs)
+        finally:
+            gmr.allocate_kv_cache = allocate
+
     def _sync_device(self) -> None:
         torch.tpu.synchronize(self.device)
 
@@ -61,6 +96,39 @@ class TpuModelRunner(GPUModelRunner):
 
     def capture_model(self) -> int:
         return 0  # no CUDA graphs
+
+
+def _own_storages(kv_caches: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The same caches (shapes, strides, dtype, zeros), each in a fresh
+    storage; a tensor shared by several layers stays shared. The raw
+    allocation is freed once its views are dropped (briefly, both exist)."""
+    fresh: dict[int, torch.Tensor] = {}
+    out = {}
+    for name, t in kv_caches.items():
+        if id(t) not in fresh:
+            # vLLM's caches are permuted views of memory-order tensors: make
+            # the memory-order tensor, then the same permuted view of it.
+            order = sorted(range(t.dim()), key=lambda d: -t.stride()[d])
+            base = torch.zeros([t.shape[d] for d in order], dtype=t.dtype, device=t.device)
+            new = base.permute([order.index(d) for d in range(t.dim())])
+            fresh[id(t)] = new if new.stride() == t.stride() else t
+        out[name] = fresh[id(t)]
+    return out
+
+
+class _WholeCopyBuffer(CpuGpuBuffer):
+    """A host/device buffer pair whose host-to-device copy always sends the
+    whole buffer. vLLM copies the batch's first n rows (`gpu[:n].copy_`): on
+    tpu a write into a slice is a program per n, while a whole-buffer copy is
+    an upload that compiles nothing. The rows past n are the host's stale
+    rows, where the device had its own stale rows: this relies on nothing
+    writing these buffers on the device, which holds while async scheduling
+    and speculative decoding are off (the platform refuses the latter).
+    The buffers are small (one row per token or request)."""
+
+    def copy_to_gpu(self, n: int | None = None) -> torch.Tensor:
+        self.gpu.copy_(self.cpu)
+        return self.gpu if n is None else self.gpu[:n]
 
 
 class TpuWorker(Worker):
@@ -104,11 +172,26 @@ class TpuWorker(Worker):
         if not self.model_config.enforce_eager:
             # Compile every token bucket now, so serving never compiles; the
             # executables also land in the disk cache for the next start.
+            # Attention's eager ops are shaped by (token bucket, block
+            # bucket): each pair runs once, so a step of any length finds
+            # its programs compiled.
             sizes = sorted({min(bucket_size(n), runner.max_num_tokens)
                             for n in (1, runner.max_num_tokens)} |
                            {b for b in DEFAULT_BUCKETS if b <= runner.max_num_tokens})
-            for size in tqdm(sizes, desc="Compiling token buckets on tpu", unit="bucket"):
-                runner._dummy_run(size, skip_eplb=True, remove_lora=False, force_attention=True)
+            blocks = sorted({nb for t in runner.input_batch.block_table.block_tables
+                             for nb in block_buckets(t.block_table.gpu.shape[1])})
+            steps = [(s, nb) for s in sizes for nb in blocks]
+            try:
+                for size, nb in tqdm(steps, desc="Compiling token buckets on tpu", unit="shape"):
+                    TpuAttentionMetadataBuilder.warm_blocks = nb
+                    runner._dummy_run(size, skip_eplb=True, remove_lora=False,
+                                      force_attention=True)
+            finally:
+                TpuAttentionMetadataBuilder.warm_blocks = None
+            # The slot-mapping kernel (not run by dummy steps) works on whole
+            # buffers: one call compiles its programs for every batch.
+            runner.input_batch.block_table.compute_slot_mapping(
+                1, runner.query_start_loc.gpu[:2], runner.positions[:1])
         # Restore the seed that start-up draws (dummy weights, profiling) moved.
         set_random_seed(self.model_config.seed)
         return CompilationTimes(

@@ -81,6 +81,28 @@ def build_qwen3(path: str, seed: int = 0, **overrides) -> str:
     return path
 
 
+def build_qwen3_moe(path: str, seed: int = 0, **overrides) -> str:
+    """A 2-layer Qwen3-MoE: 8 experts, 2 picked per token (renormalized),
+    every layer sparse."""
+    from transformers import GenerationConfig, Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    os.makedirs(path, exist_ok=True)
+    tok = build_tokenizer(path)
+    cfg = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+               moe_intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2,
+               decoder_sparse_step=1, norm_topk_prob=True, max_position_embeddings=512,
+               initializer_range=0.3, tie_word_embeddings=False, bos_token_id=tok.bos_token_id,
+               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    cfg.update(overrides)
+    torch.manual_seed(seed)
+    model = Qwen3MoeForCausalLM(Qwen3MoeConfig(**cfg)).to(torch.float32).eval()
+    model.save_pretrained(path)
+    GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                     pad_token_id=tok.pad_token_id).save_pretrained(path)
+    return path
+
+
 def hf_greedy(model, prompts, max_tokens: int) -> list[list[int]]:
     """Hugging Face greedy continuations on the CPU, one prompt at a time,
     exactly max_tokens each (the reference for vLLM's ignore_eos=True)."""

@@ -3,6 +3,7 @@ on the CPU (the same saved weights), token for token."""
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -204,6 +205,28 @@ def test_kv_cache_too_small_gets_vllms_error(llama_path):
                                "max seq len (256)")
 
 
+def test_unsupported_architecture_gets_vllms_error(llama_path, tmp_path):
+    # The tiny Llama's weights under an architecture vLLM has no model for.
+    path = tmp_path / "unknown-arch"
+    shutil.copytree(llama_path, path)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["architectures"] = ["TinyUnknownForCausalLM"]
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=r"Model architectures \['TinyUnknownForCausalLM'\] "
+                                         r"are not supported for now"):
+        vllm.LLM(model=str(path), **ENGINE_ARGS)
+
+
+def test_unsupported_quantization_gets_vllms_error(llama_path):
+    with pytest.raises(ValueError, match="fp8 quantization is currently not supported in tpu"):
+        vllm.LLM(model=llama_path, quantization="fp8", **ENGINE_ARGS)
+
+
+def test_engine_still_serves_after_refused_engines(llm, hf_greedy):
+    # The refused engines above left nothing behind in this process.
+    assert _greedy(llm, PROMPTS[:2]) == hf_greedy[:2]
+
+
 def test_tensor_parallel_is_a_clear_error(llama_path):
     with pytest.raises(Exception, match="tensor_parallel_size"):
         vllm.LLM(model=llama_path, tensor_parallel_size=2, **ENGINE_ARGS)
@@ -216,8 +239,29 @@ if eager != "eager":  # the engine in this process, so its metrics are ours to r
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
 import torch_pjrt
 from vllm import LLM, SamplingParams
-llm = LLM(model=path, dtype="float32", max_model_len=256, kv_cache_memory_bytes=8 << 20,
-          enforce_eager=eager == "eager", seed=0, max_num_batched_tokens=256, max_num_seqs=16)
+# 128 tokens: the longest prompt (70) and its continuation fit, and the
+# compiled engine's warm-up has 5 token buckets x 4 block buckets to compile.
+llm = LLM(model=path, dtype="float32", max_model_len=128, kv_cache_memory_bytes=8 << 20,
+          enforce_eager=eager == "eager", seed=0, max_num_batched_tokens=128, max_num_seqs=16)
+inner = {"attention": 0, "slot_mapping": 0}
+if eager != "eager":
+    # Program-cache misses inside attention and the slot-mapping kernel:
+    # both are shaped by token and block buckets, all warmed up at start-up.
+    import vllm.v1.worker.block_table as block_table
+    from torch_pjrt.vllm.attention import TpuAttentionImpl
+
+    def counted(name, f):
+        def run(*a, **k):
+            before = torch_pjrt.metrics()["cache_misses"]
+            try:
+                return f(*a, **k)
+            finally:
+                inner[name] += torch_pjrt.metrics()["cache_misses"] - before
+        return run
+
+    TpuAttentionImpl.forward = counted("attention", TpuAttentionImpl.forward)
+    block_table.BlockTable.compute_slot_mapping = counted(
+        "slot_mapping", block_table.BlockTable.compute_slot_mapping)
 torch_pjrt.reset_metrics()
 params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
 runs = []
@@ -225,7 +269,8 @@ for batch in (prompts, prompts[::-1][:3]):
     out = llm.generate([{"prompt_token_ids": p} for p in batch], params, use_tqdm=False)
     runs.append([list(o.outputs[0].token_ids) for o in out])
 m = torch_pjrt.metrics()
-print("METRICS", json.dumps({k: m[k] for k in ("graph_traces", "graph_compiles", "graph_runs")}))
+keys = ("graph_traces", "graph_compiles", "graph_runs", "cache_misses")
+print("METRICS", json.dumps({**{k: m[k] for k in keys}, **inner}))
 print("TOKENS", json.dumps(runs))
 """
 
@@ -269,12 +314,28 @@ def test_compiled_greedy_matches_hf(llama_path, hf_greedy):
     # workload (prefills of 1 to 70 tokens, then decodes) only runs them.
     assert metrics["graph_runs"] > 0
     assert metrics["graph_traces"] == 0 and metrics["graph_compiles"] == 0
+    # Nor do the eager ops of attention (per token, shaped by the token
+    # bucket and a power-of-two block count) and of the slot mapping (whole
+    # buffers): their programs were all compiled by the warm-up.
+    assert metrics["attention"] == 0 and metrics["slot_mapping"] == 0
 
 
 def test_qwen3_greedy_matches_hf(tmp_path):
     from transformers import AutoModelForCausalLM
 
     path = tiny_models.build_qwen3(str(tmp_path / "tiny-qwen3"))
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    want = tiny_models.hf_greedy(model, PROMPTS, MAX_TOKENS)
+    (first, second), _ = _greedy_in_child(path, PROMPTS)
+    assert first == want and second == want[::-1][:3]
+
+
+def test_qwen3_moe_greedy_matches_hf(tmp_path):
+    # vLLM's MoE layer on tpu: its router's top-k and the experts in torch
+    # (python/torch_pjrt/vllm/moe.py); 8 experts, 2 per token.
+    from transformers import AutoModelForCausalLM
+
+    path = tiny_models.build_qwen3_moe(str(tmp_path / "tiny-qwen3-moe"))
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     want = tiny_models.hf_greedy(model, PROMPTS, MAX_TOKENS)
     (first, second), _ = _greedy_in_child(path, PROMPTS)
