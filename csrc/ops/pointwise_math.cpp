@@ -6,6 +6,7 @@
 // from PyTorch's promotion (at::result_type); half inputs compute in float32
 // as CPU's kernels do. Apart from pointwise.cpp so that neither file takes
 // long to recompile.
+#include <cstring>
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
@@ -67,6 +68,13 @@ Tensor run_ew(const char* op, std::initializer_list<const Tensor*> ts, ScalarTyp
 
 // Math that promotes integers and bool to the default float (erf, tan, ...).
 Tensor float_unary(const char* op, const Tensor& x) {
+  // CPU's erf family has no complex kernels
+  static const std::pair<const char*, const char*> kNoComplex[] = {
+      {"aten::erf", "erf_vml_cpu"}, {"aten::erfc", "erfc_vml_cpu"},
+      {"aten::erfinv", "erfinv_vml_cpu"}};
+  if (x.is_complex())
+    for (const auto& k : kNoComplex)
+      if (std::strcmp(op, k.first) == 0) not_implemented(k.second, x.scalar_type());
   ScalarType out = integral(x.scalar_type()) ? default_float() : x.scalar_type();
   return run_ew(op, {&x}, opmath(out), out);
 }
@@ -76,6 +84,13 @@ Tensor float_unary(const char* op, const Tensor& x) {
 Tensor rounding(const char* op, const char* kernel, const Tensor& x, bool ints_ok = true) {
   ScalarType t = x.scalar_type();
   if (t == at::kBool || (!ints_ok && integral(t))) not_implemented(kernel, t);
+  if (c10::isComplexType(t)) {
+    // floor, ceil and trunc refuse complex by name, round and frac by kernel
+    for (const char* name : {"floor", "ceil", "trunc"})
+      TORCH_CHECK_NOT_IMPLEMENTED(std::strcmp(op + 6, name) != 0, name,
+                                  " is not supported for complex inputs");
+    not_implemented(kernel, t);
+  }
   return run_ew(op, {&x}, opmath(t), t);
 }
 
@@ -148,13 +163,14 @@ Tensor logical(const char* op, const Tensor& a, const Tensor& b) {
 
 Tensor atan2(const Tensor& a, const Tensor& b) {
   ScalarType t = at::result_type(a, b);
+  if (c10::isComplexType(t)) not_implemented("atan2_cpu", t);
   if (integral(t)) t = default_float();
   return run_ew("aten::atan2", {&a, &b}, opmath(t), t);
 }
 
 Tensor hypot(const Tensor& a, const Tensor& b) {
   ScalarType t = at::result_type(a, b);
-  if (integral(t)) not_implemented("hypot_cpu", t);
+  if (integral(t) || c10::isComplexType(t)) not_implemented("hypot_cpu", t);
   return run_ew("aten::hypot", {&a, &b}, opmath(t), t);
 }
 
@@ -208,6 +224,15 @@ using at::Tensor;
 #define TPJ_FLOAT_UNARY(aten) \
   TPJ_FORMS_UNARY(aten, [](const Tensor& x) { return tp::float_unary("aten::" aten, x); })
 
+// TensorIterator checks that the common dtype casts to an in-place op's
+// self before the kernel looks at the dtype (CPU's "can't be cast" comes
+// before its "not implemented for").
+void check_inplace_cast(const Tensor& self, const Tensor& other) {
+  at::ScalarType common = at::result_type(self, other);
+  TORCH_CHECK(c10::canCast(common, self.scalar_type()), "result type ", common,
+              " can't be cast to the desired output type ", self.scalar_type());
+}
+
 // a binary op with Tensor and Scalar overloads (bitwise_and.Tensor, ...)
 #define TPJ_MATH_BINARY_TS(aten, fn)                                                      \
   m.impl(aten ".Tensor", [](const Tensor& a, const Tensor& b) { return fn(a, b); });      \
@@ -216,10 +241,12 @@ using at::Tensor;
   });                                                                                     \
   m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                     \
     tp::check_no_overlap(a, {&b});                                                        \
+    check_inplace_cast(a, b);                                                             \
     tp::assign_result(a, fn(a, b), "aten::" aten "_");                                    \
     return a;                                                                             \
   });                                                                                     \
   m.impl(aten "_.Scalar", [](Tensor& a, const Scalar& b) -> Tensor& {                     \
+    check_inplace_cast(a, tp::wrap_scalar(b));                                            \
     tp::assign_result(a, fn(a, tp::wrap_scalar(b)), "aten::" aten "_");                  \
     return a;                                                                             \
   });                                                                                     \
