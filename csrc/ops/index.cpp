@@ -619,9 +619,10 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   // CPU's checks and messages: its kernel for a vector self checks as
   // index_select does (an IndexError).
   // Of higher ranks, the kernel for an int64 index along the first or the last
-  // dim names the index; the others check as index_select does.
+  // dim with alpha 1 (an accumulating index_put_) names the index; the others
+  // check as index_select does.
   bool names_index = self.dim() > 1 && index.scalar_type() == at::kLong &&
-                     (d == 0 || d == self.dim() - 1);
+                     (d == 0 || d == self.dim() - 1) && alpha.equal(1);
   if (!names_index) {
     int64_t lo = 0, hi = 0;
     if (index_bounds(index, &lo, &hi))

@@ -425,8 +425,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                   b.toLong() < 0),
                 "Integers to negative integer powers are not allowed.");
     // x ** 2 as x * x, as CPU's kernel does: a runtime exponent is a generic
-    // pow per element on XLA:CPU (about 12x slower on 16K floats)
-    if (at::isFloatingType(a.scalar_type()) && !b.isComplex() && b.toDouble() == 2.0)
+    // pow per element on XLA:CPU (about 12x slower on 16K floats), and for
+    // complex x it keeps CPU's infinities (exp(2 log x) makes them NaN)
+    if ((at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type())) &&
+        !b.isComplex() && b.toDouble() == 2.0)
       return tp::binary("aten::mul.Tensor", a, a, Kind::kArith);
     return tp::binary("aten::pow.Tensor_Scalar", a, tp::wrap(b), Kind::kArith);
   });

@@ -245,7 +245,8 @@ Tensor k_cumsum(const Tensor& self, int64_t dim, std::optional<at::ScalarType> d
   if (complex_on_cpu(self, dtype, "aten::cumsum"))
     return at::cumsum(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::meta::cumsum(to_meta(self), dim, dtype);
-  TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool,
+  // (a 0-d self is copied, not scanned, so CPU takes bool there)
+  TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool || self.dim() == 0,
                               "\"cumsum_out_cpu\" not implemented for 'Bool'");
   return run1("aten::cumsum", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }
@@ -256,7 +257,8 @@ Tensor k_cumprod(const Tensor& self, int64_t dim, std::optional<at::ScalarType> 
   if (complex_on_cpu(self, dtype, "aten::cumprod"))
     return at::cumprod(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::meta::cumprod(to_meta(self), dim, dtype);
-  TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool,
+  // (a 0-d self is copied, not scanned, so CPU takes bool there)
+  TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool || self.dim() == 0,
                               "\"cumprod_out_cpu\" not implemented for 'Bool'");
   return run1("aten::cumprod", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }

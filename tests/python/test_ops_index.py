@@ -712,6 +712,11 @@ def test_index_add_out_of_range_error_type_follows_cpus_kernel():
              (torch.zeros(4), 0, il, torch.ones(3), IndexError)]
     for s, d, i, v, exc in cases:
         same_error(lambda a, b, c: a.index_add_(d, b, c), [s, i, v], exc)
+    # ...and only with alpha 1
+    same_error(lambda a, b, c: torch.index_add(a, -2, b, c, alpha=2),
+               [torch.tensor([[True]]), torch.tensor([-1]), torch.tensor([[True]])], IndexError)
+    same_error(lambda a, b, c: torch.index_add(a, 0, b, c, alpha=1),
+               [torch.zeros(1, 1), torch.tensor([-1]), torch.ones(1, 1)], RuntimeError)
 
 
 def test_scatter_reduce_mean_of_bool_refused_before_the_index():

@@ -2268,6 +2268,14 @@ def test_complex_pow_at_zero_and_inf_like_cpu():
     torch.testing.assert_close((x.to("tpu") ** e.to("tpu")).cpu(), x ** e, equal_nan=True)
 
 
+def test_complex_square_through_an_infinity_like_cpu():
+    # CPU's pow(x, 2) is x * x: (inf + 100i)^2 is inf + inf i, not NaN
+    z = torch.complex(torch.tensor([INF, 1.5, -INF, 2.0]), torch.tensor([100.0, INF, 1.0, -0.5]))
+    for f in (torch.square, lambda x: x ** 2, lambda x: torch.pow(x, 2)):
+        want = f(z)
+        torch.testing.assert_close(f(z.to("tpu")).cpu(), want, equal_nan=True)
+
+
 def test_complex_sqrt_keeps_the_sign_of_a_zero_imaginary_part():
     z = torch.complex(torch.tensor([-1.0, -1.0, 4.0, -4.0, 0.0, -0.0, -2.5]),
                       torch.tensor([-0.0, 0.0, -0.0, -0.0, -0.0, 0.0, -0.0]))
@@ -2379,3 +2387,14 @@ def test_dtypes_cpu_refuses_raise_cpus_error():
         with pytest.raises(NotImplementedError) as tpu:
             f(*[a.to("tpu") for a in args])
         assert str(tpu.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+def test_complex_add_of_an_infinite_part_pinned():
+    # tpu adds; CPU multiplies b by alpha = 1 as a complex product first,
+    # (0 + inf i)(1 + 0i) = NaN + inf i (docs/COVERAGE.md)
+    a = torch.tensor([0.25, -1.0])
+    b = torch.complex(torch.tensor([0.0, 2.0]), torch.tensor([INF, 1.0]))
+    assert torch.isnan((a + b)[0].real)  # CPU's answer, pinned against
+    got = (a.to("tpu") + b.to("tpu")).cpu()
+    assert got[0].real.item() == 0.25 and got[0].imag.item() == INF
+    torch.testing.assert_close(got[1], (a + b)[1])

@@ -714,7 +714,8 @@ def test_scan_out_runs_in_the_out_dtype():
     for op in (torch.cumsum, torch.cumprod):
         for x, o in ((torch.tensor(-2.0), torch.tensor([-1], dtype=torch.int32)),
                      (torch.tensor([1.5, 2.5, -3.7]), torch.empty(3, dtype=torch.int64)),
-                     (torch.tensor([1, 2, 3]), torch.empty(3, dtype=torch.float64))):
+                     (torch.tensor([1, 2, 3]), torch.empty(3, dtype=torch.float64)),
+                     (torch.tensor(-0.5), torch.tensor([False]))):
             want = op(x, -1, out=o.clone())
             got = op(x.to("tpu"), -1, out=o.to("tpu"))
             assert got.dtype == want.dtype and got.shape == want.shape

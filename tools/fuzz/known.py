@@ -23,6 +23,10 @@ KNOWN = [
      "one side's inf is the other's NaN",
      lambda f: f["cat"] == "value" and f.get("sig", "").startswith("value|(complex inf/nan ")
      and f["op"] in ("mm", "bmm", "matmul", "@", "mv", "addmm", "cumprod")),
+    ("pinned", "complex add/sub of an infinite part: CPU multiplies the other operand by "
+     "alpha = 1 as a complex product (0 + inf i becomes NaN + inf i), tpu adds",
+     lambda f: f["cat"] == "value" and f.get("sig", "").startswith("value|(complex inf/nan ")
+     and f["op"] in ("add", "sub", "op+", "op-", "add_", "sub_", "op+=", "op-=")),
     ("pinned", "mixed-dtype mm/bmm/matmul with an empty operand: CPU skips its dtype check, "
      "tpu raises it",
      lambda f: f["cat"] == "exception" and f["op"] in ("mm", "bmm", "matmul", "@", "mv")
