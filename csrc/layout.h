@@ -60,6 +60,29 @@ at::MemoryFormat format_of(const at::Tensor& t);
 void run_op_shaped(const char* op, int device, OpArgs& a, c10::ArrayRef<int64_t> attrs,
                    c10::ArrayRef<at::Tensor> outs, const tpj_rt_shape_t* shapes);
 
+// For an op that is not elementwise but whose result CPU lays out as its
+// input (flip, sort: empty_like or the input's dense strides): `target` is
+// the meta result CPU's kernel would make. When it is dense but not
+// contiguous, the op runs on the input permuted into target's memory order
+// (contiguous for a dense input), each dim d of the input becoming dim(d),
+// and its contiguous result is viewed with target's strides: no copy.
+struct InLayout {
+  explicit InLayout(const at::Tensor& target);
+  at::Tensor in(const at::Tensor& x) const;    // x permuted, or x
+  int64_t dim(int64_t d) const;                // d's place in the permuted input
+  at::Tensor out(const at::Tensor& r) const;   // r viewed in target's layout, or r
+  bool active = false;
+  Layout l;
+  at::DimVector sizes;
+  int64_t pos[TPJ_MAX_DIMS];
+};
+
+// r, computed contiguous, in the layout of meta (the result CPU's kernel
+// would make: cat, pad, roll and interpolate allocate in their input's
+// suggested memory format, channels_last included). One copy on the device
+// when the layouts differ; r itself otherwise.
+at::Tensor in_meta_layout(const at::Tensor& r, const at::Tensor& meta);
+
 // True when result's buffer can simply become dst's: same dtype, sizes and
 // strides, both from offset 0, dst covering its storage densely (so the
 // buffer's row-major order is the memory order of both).

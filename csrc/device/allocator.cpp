@@ -195,16 +195,23 @@ TpuAllocator g_allocator;
 
 c10::Allocator* allocator() { return &g_allocator; }
 
+// A storage the tpu allocator did not make (a wrapper subclass's empty one,
+// or another allocator's) has no box: refuse it by name, not by crashing.
+constexpr const char* kNoBox =
+    "a tpu tensor whose storage was not made by the tpu allocator reached a tpu kernel (a "
+    "wrapper tensor subclass with no storage of its own, or another allocator's storage); "
+    "its data cannot be read";
+
 tpj_box_t* box_of(const c10::Storage& s) {
   auto* box = static_cast<tpj_box_t*>(s.data_ptr().get());
-  TORCH_CHECK(box, "tpu storage has no box (was it created by another allocator?)");
+  TORCH_CHECK(box, kNoBox);
   return box;
 }
 
 tpj_box_t* box_for_write(const at::Tensor& t) {
   box_of(t);  // the device check and its message
   auto* box = static_cast<tpj_box_t*>(t.storage().mutable_data());
-  TORCH_CHECK(box, "tpu storage has no box (was it created by another allocator?)");
+  TORCH_CHECK(box, kNoBox);
   return box;
 }
 

@@ -229,6 +229,35 @@ bool dense_layout(const at::Tensor& t, Layout* out) {
   return finish(t.sizes().data(), n, out);
 }
 
+InLayout::InLayout(const at::Tensor& target) {
+  active = dense_layout(target, &l);
+  if (!active) return;
+  sizes = at::DimVector(target.sizes());
+  for (int k = 0; k < l.ndim; ++k) pos[l.perm[k]] = k;
+}
+
+at::Tensor InLayout::in(const at::Tensor& x) const {
+  return active ? x.permute(at::IntArrayRef(l.perm, l.ndim)) : x;
+}
+
+int64_t InLayout::dim(int64_t d) const {
+  return active && d >= 0 && d < l.ndim ? pos[d] : d;
+}
+
+at::Tensor InLayout::out(const at::Tensor& r) const {
+  if (!active) return r;
+  // r is contiguous in the permuted order, which target's strides describe
+  return r.as_strided(sizes, at::IntArrayRef(l.strides, l.ndim), r.storage_offset());
+}
+
+at::Tensor in_meta_layout(const at::Tensor& r, const at::Tensor& meta) {
+  if (meta.is_contiguous() || r.strides() == meta.strides() || r.sizes() != meta.sizes())
+    return r;
+  at::Tensor out = at::empty_strided(meta.sizes(), meta.strides(), r.options());
+  out.copy_(r);
+  return out;
+}
+
 namespace {
 
 // The output shapes in l's memory order, for the outs in mask.

@@ -140,7 +140,17 @@ class BoxedKernel final : public c10::OperatorKernel {
       out_t = meta.scalar_type();
     }
 
+    // TensorIterator checks that the result casts to an in-place op's self
+    // before the kernel looks at the dtype (CPU's "can't be cast" comes
+    // before its "not implemented for")
+    if (form_ == Form::kInplace) {
+      ScalarType self_t = v[0].toTensor().scalar_type();
+      TORCH_CHECK(c10::canCast(out_t, self_t), "result type ", out_t,
+                  " can't be cast to the desired output type ", self_t);
+    }
     // CPU's refusals, and the dtypes CPU's kernel serves
+    if ((r & kNoComplexByName) && c10::isComplexType(ts[0].scalar_type()))
+      TORCH_CHECK_NOT_IMPLEMENTED(false, base_, " is not supported for complex inputs");
     if (r & (kNoBool | kNoIntegral | kIntegralOnly | kNoComplex | kFloatingOnly)) {
       ScalarType t = ts.size() == 1 ? ts[0].scalar_type() : promoted(ts);
       if (((r & kNoBool) && t == at::kBool) || ((r & kNoIntegral) && integral(t)) ||

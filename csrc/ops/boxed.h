@@ -66,6 +66,9 @@ enum BoxedRule : uint32_t {
   kGradInputOut = 1u << 21,
   // an empty output runs no program (the lowering may not take zero sizes)
   kSkipEmpty = 1u << 22,
+  // complex operands: NotImplementedError "<name> is not supported for
+  // complex inputs" (floor, ceil, trunc)
+  kNoComplexByName = 1u << 23,
 };
 
 // An op's meta function on the functional arguments (tensors as meta

@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 
 #include "common.h"
 #include "layout.h"
@@ -98,6 +99,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   // complete before returning, which is always correct.
   check_supported(self, "copy_");
   check_supported(dst, "copy_");
+  // TensorIterator's first check: dst may not have elements sharing memory
+  if (dst.device().is_privateuseone()) at::assert_no_internal_overlap(dst);
   // copy_ broadcasts the source to dst: CPU's checks (TensorIterator's
   // wording), before any path that would reshape on the device.
   if (self.sizes() != dst.sizes()) {

@@ -97,21 +97,36 @@ Tensor fft_c2c(const Tensor& self, c10::SymIntArrayRef sym_dim, int64_t norm, bo
 // input goes straight to the kernel above, which conjugates in the program;
 // any other device gets what the fallback does: resolve, then redispatch
 // below the Conjugate key.
+// A tensor subclass on tpu (the Python key: composite compliance's wrapper,
+// FakeTensor-like wrappers) has no tpu storage of its own and must reach its
+// __torch_dispatch__, so it takes the fallback's path too.
+bool plain_tpu(c10::DispatchKeySet ks, const Tensor& self) {
+  return self.device().is_privateuseone() && !ks.has(c10::DispatchKey::Python);
+}
+
+// What goes below the Conjugate key: a subclass as it is (its
+// __torch_dispatch__ passes the conjugate view on to the kernel above, while
+// resolving it here would clone it through the subclass and back into this
+// kernel without end); any other tensor resolved, as the fallback does.
+Tensor resolved(c10::DispatchKeySet ks, const Tensor& self) {
+  return ks.has(c10::DispatchKey::Python) ? self : self.resolve_conj();
+}
+
 c10::DispatchKeySet below_conjugate(c10::DispatchKeySet ks) {
   return ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::Conjugate);
 }
 
 Tensor fft_c2r_conj(c10::DispatchKeySet ks, const Tensor& self, at::IntArrayRef dim,
                     int64_t norm, c10::SymInt last) {
-  if (self.device().is_privateuseone()) return fft_c2r(self, dim, norm, std::move(last));
-  return at::_ops::_fft_c2r::redispatch(below_conjugate(ks), self.resolve_conj(), dim, norm,
+  if (plain_tpu(ks, self)) return fft_c2r(self, dim, norm, std::move(last));
+  return at::_ops::_fft_c2r::redispatch(below_conjugate(ks), resolved(ks, self), dim, norm,
                                         std::move(last));
 }
 
 Tensor fft_c2c_conj(c10::DispatchKeySet ks, const Tensor& self, c10::SymIntArrayRef dim,
                     int64_t norm, bool forward) {
-  if (self.device().is_privateuseone()) return fft_c2c(self, dim, norm, forward);
-  return at::_ops::_fft_c2c::redispatch(below_conjugate(ks), self.resolve_conj(), dim, norm,
+  if (plain_tpu(ks, self)) return fft_c2c(self, dim, norm, forward);
+  return at::_ops::_fft_c2c::redispatch(below_conjugate(ks), resolved(ks, self), dim, norm,
                                         forward);
 }
 

@@ -27,6 +27,10 @@
 #include "storage_dtypes.h"
 
 namespace torch_pjrt {
+void assign_overlapping(const at::Tensor& dst, const at::Tensor& result, const char* op);
+}  // namespace torch_pjrt
+
+namespace torch_pjrt {
 
 at::Tensor to_host(const at::Tensor& src);                                            // copy.cpp
 void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);  // ops.cpp
@@ -216,6 +220,9 @@ Tensor scatter_reduce_two_k(const Tensor& self, int64_t dim, const Tensor& index
                           c10::string_view reduce, bool include_self) {
   Mode mode = reduce_mode(reduce);
   at::meta::scatter_reduce(to_meta(self), dim, to_meta(index), to_meta(src), reduce, include_self);
+  // CPU's mean kernel has no bool instance; it refuses before checking the index
+  TORCH_CHECK_NOT_IMPLEMENTED(mode != kMean || self.scalar_type() != at::kBool,
+                              "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
   return scatter_run("aten::scatter_reduce.two", self, dim, index, &src, nullptr, mode,
                      include_self);
 }
@@ -329,8 +336,18 @@ Expanded expand_indices(const Tensor& self_in, const IndexList& indices, c10::De
     else meta.push_back(std::optional<Tensor>());
   }
   e.result = at::meta::index(to_meta(e.self), meta).sizes().vec();
-  for (size_t j = 0; j < e.idx.size(); ++j)
-    if (!e.checked[j]) check_range(e.idx[j], e.self.size(e.dims[j]), (int64_t)j, true, "", true);
+  // An empty result reads nothing, so CPU's kernel checks no index value;
+  // its AdvancedIndex still refuses a non-empty index into a dim of size 0.
+  bool empty_result = c10::multiply_integers(e.result) == 0;
+  for (size_t j = 0; j < e.idx.size(); ++j) {
+    if (e.checked[j]) continue;
+    if (empty_result) {
+      TORCH_CHECK_INDEX(e.self.size(e.dims[j]) > 0 || e.idx[j].numel() == 0,
+                        "index is out of bounds for dimension with size 0");
+    } else {
+      check_range(e.idx[j], e.self.size(e.dims[j]), (int64_t)j, true, "", true);
+    }
+  }
   if (!e.idx.empty()) e.idx = at::broadcast_tensors(e.idx);  // stride-0 views: free
   return e;
 }
@@ -369,7 +386,21 @@ Tensor& index_put_impl_k(Tensor& self, const IndexList& indices, const Tensor& v
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
   c10::Device dev = self.device();
-  if (self.numel() == 0) return self;  // CPU writes nothing and checks no index
+  if (self.numel() == 0) {
+    // CPU writes nothing; its AdvancedIndex refuses only a non-empty index
+    // into a dim of size 0
+    int64_t pos = 0;
+    for (size_t i = 0; i < indices.size(); ++i) {
+      std::optional<Tensor> oi = indices.get(i);
+      if (!oi || !oi->defined()) { ++pos; continue; }
+      bool mask = oi->scalar_type() == at::kBool || oi->scalar_type() == at::kByte;
+      if (!mask && pos < self.dim())
+        TORCH_CHECK_INDEX(self.size(pos) > 0 || oi->numel() == 0,
+                          "index is out of bounds for dimension with size 0");
+      pos += mask ? std::max<int64_t>(oi->dim(), 1) : 1;
+    }
+    return self;
+  }
   Expanded e = expand_indices(self, indices, dev);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), e.result), "shape mismatch: value tensor of shape ",
               values.sizes(), " cannot be broadcast to indexing result of shape ",
@@ -398,7 +429,8 @@ Tensor& index_put_impl_k(Tensor& self, const IndexList& indices, const Tensor& v
   add_operand(a, v, dev.index());
   for (const Tensor& t : e.idx) a.tensor(t);
   run_op(op, dev.index(), a, attrs, {out});
-  assign_result(self, out.view(self.sizes()), "aten::index_put_");
+  // CPU's index_put_ writes through an expanded self (with a deprecation warning)
+  assign_overlapping(self, out.view(self.sizes()), "aten::index_put_");
   return self;
 }
 
@@ -581,18 +613,24 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
               ") must have the same scalar type");
   index_add_meta(self, dim, index, source, alpha);
   common_device(op, {&self, &index, &source});
-  if (self.numel() == 0) return in_place ? self : self.clone();  // CPU adds nothing, checks no index
+  // CPU adds nothing to an empty self; only its kernel for a vector checks the index
+  if (self.numel() == 0 && self.dim() > 1) return in_place ? self : self.clone();
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   // CPU's checks and messages: its kernel for a vector self checks as
-  // index_select does (an IndexError), the one for higher ranks names the
-  // index (a RuntimeError).
-  if (self.dim() <= 1) {
+  // index_select does (an IndexError).
+  // Of higher ranks, the kernel for an int64 index along the first or the last
+  // dim with alpha 1 (an accumulating index_put_) names the index; the others
+  // check as index_select does.
+  bool names_index = self.dim() > 1 && index.scalar_type() == at::kLong &&
+                     (d == 0 || d == self.dim() - 1) && alpha.equal(1);
+  if (!names_index) {
     int64_t lo = 0, hi = 0;
     if (index_bounds(index, &lo, &hi))
       TORCH_CHECK_INDEX(lo >= 0 && hi < size_at(self, d), "index out of range in self");
   } else {
     check_range(index, size_at(self, d), d, false, "", false);
   }
+  if (self.numel() == 0) return in_place ? self : self.clone();
   return index_along(op, self, dim, index, &source, nullptr, &alpha, kSum, in_place);
 }
 
@@ -624,6 +662,9 @@ void check_fill_index(const Tensor& self, int64_t dim, const Tensor& index) {
 
 Tensor index_fill_scalar_k(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   const char* op = "aten::index_fill.int_Scalar";
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
+  TORCH_CHECK(self.is_complex() || !value.isComplex(),
+              "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   check_fill_index(self, dim, index);
   common_device(op, {&self, &index});
   return index_along(op, self, dim, index, nullptr, &value, nullptr, kSet);
@@ -650,6 +691,13 @@ using at::Tensor;
   {                                      \
     tp::assign_result(self, (expr), name); \
     return self;                         \
+  }
+// index_fill_ writes through an expanded self on CPU (with a deprecation
+// warning); assign_overlapping skips TensorIterator's overlap check.
+#define TPJ_INPLACE_OVERLAPPING(expr, name)     \
+  {                                             \
+    tp::assign_overlapping(self, (expr), name); \
+    return self;                                \
   }
 }  // namespace
 
@@ -733,10 +781,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_fill.int_Tensor", TORCH_FN(tp::index_fill_tensor_k));
   m.impl("index_fill_.int_Scalar",
          [](Tensor& self, int64_t dim, const Tensor& index, const Scalar& v)
-             -> Tensor& TPJ_INPLACE(tp::index_fill_scalar_k(self, dim, index, v), "aten::index_fill_"));
+             -> Tensor& TPJ_INPLACE_OVERLAPPING(tp::index_fill_scalar_k(self, dim, index, v),
+                                                "aten::index_fill_"));
   m.impl("index_fill_.int_Tensor",
          [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& v)
-             -> Tensor& TPJ_INPLACE(tp::index_fill_tensor_k(self, dim, index, v), "aten::index_fill_"));
+             -> Tensor& TPJ_INPLACE_OVERLAPPING(tp::index_fill_tensor_k(self, dim, index, v),
+                                                "aten::index_fill_"));
 
   m.impl("take", TORCH_FN(tp::take_k));
   m.impl("masked_scatter_", TORCH_FN(tp::masked_scatter_k));
@@ -838,14 +888,23 @@ namespace {
 
 using at::Tensor;
 
-void check_indices(const Tensor& index, int64_t size) {
+// dim1: CPU's kernel for dim 1 of a tensor of rank 2 or more raises a
+// RuntimeError naming the first bad index; the others an IndexError.
+void check_indices(const Tensor& index, int64_t size, bool dim1 = false) {
   if (defer_index_check(index, 0, size,
                         "index out of range in self (found by a compiled graph's device-side "
                         "check)"))
     return;
   int64_t lo = 0, hi = 0;
-  if (!index_bounds(index, &lo, &hi)) return;
-  TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");
+  if (!index_bounds(index, &lo, &hi) || (lo >= 0 && hi < size)) return;
+  if (dim1) {
+    Tensor h = index.to(at::kCPU, at::kLong).reshape(-1).contiguous();
+    const int64_t* p = h.const_data_ptr<int64_t>();
+    for (int64_t i = 0; i < h.numel(); ++i)
+      TORCH_CHECK(p[i] >= 0 && p[i] < size, "INDICES element is out of DATA bounds, id=", p[i],
+                  " axis_dim=", size);
+  }
+  TORCH_CHECK_INDEX(false, "index out of range in self");
 }
 
 
@@ -857,7 +916,7 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
               "index_select(): Expected dtype int32 or int64 for index");
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   Tensor m = at::index_select(to_meta(self), dim, to_meta(index));
-  check_indices(index, self.dim() == 0 ? 1 : self.size(d));
+  check_indices(index, self.dim() == 0 ? 1 : self.size(d), self.dim() > 1 && d == 1);
   c10::DeviceGuard guard(self.device());
   Tensor idx = on_device(index, self.device());
   Tensor out = at::empty(m.sizes(), self.options());

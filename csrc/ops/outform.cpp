@@ -230,6 +230,13 @@ bool try_native_out_form(const c10::OperatorHandle& op, torch::jit::Stack* stack
     }
     if (ran) shaped = mouts;
   }
+  // cat's CPU kernel refuses an out that overlaps any input, even fully
+  if (op.schema().name() == "aten::cat")
+    for (const at::Tensor& o : outs) {
+      at::assert_no_internal_overlap(o);
+      for (const at::Tensor& t : inputs)
+        if (t.device() == o.device()) at::assert_no_overlap(o, t);
+    }
   if (p.pointwise)
     for (const at::Tensor& o : outs) {
       at::assert_no_internal_overlap(o);
@@ -241,7 +248,17 @@ bool try_native_out_form(const c10::OperatorHandle& op, torch::jit::Stack* stack
   torch::jit::Stack fs;
   fs.reserve(p.ins.size());
   for (size_t i : p.ins) fs.push_back(args[i]);
-  p.functional->callBoxed(fs);
+  try {
+    p.functional->callBoxed(fs);
+  } catch (const std::exception&) {
+    // CPU's out= kernel may refuse first, for a reason of its own (index_select
+    // checks out's dtype before the index): then its error is the one raised.
+    torch::jit::Stack cs;
+    cs.reserve(n);
+    for (const c10::IValue& v : args) cs.push_back(cpu_of(v));
+    op.callBoxed(cs);
+    throw;
+  }
   std::vector<at::Tensor> results;
   for (const c10::IValue& v : fs) results.push_back(v.toTensor());
 

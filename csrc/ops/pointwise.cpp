@@ -232,16 +232,20 @@ at::Tensor lerp(const char* op, const at::Tensor& self, const at::Tensor& end,
   TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
               " for `end` but got dtype ", end.scalar_type());
   bool wrapped = weight.unsafeGetTensorImpl()->is_wrapped_number();
-  TORCH_CHECK(wrapped || self.scalar_type() == weight.scalar_type(), "expected dtype ",
-              self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());
+  // A 0-d weight tensor is not checked: it takes part in type promotion
+  // as a 0-d operand does (a complex one makes the result complex).
+  bool zero_dim = !wrapped && weight.dim() == 0;
+  TORCH_CHECK(wrapped || zero_dim || self.scalar_type() == weight.scalar_type(),
+              "expected dtype ", self.scalar_type(), " for `weight` but got dtype ",
+              weight.scalar_type());
   // CPU's lerp kernels are built for floating and complex types only.
-  at::ScalarType st = self.scalar_type();
+  at::ScalarType st = zero_dim ? at::result_type(self, weight) : self.scalar_type();
   check_cpu_dtype(at::isFloatingType(st) || at::isComplexType(st), st,
                   wrapped ? "lerp_kernel_scalar" : "lerp_kernel_tensor");
   c10::Device dev = common_device(op, {&self, &end, &weight});
   auto sizes = at::infer_size(at::infer_size(self.sizes(), end.sizes()), weight.sizes());
   c10::DeviceGuard guard(dev);
-  at::Tensor out = at::empty(sizes, self.options().device(dev));
+  at::Tensor out = at::empty(sizes, self.options().dtype(st).device(dev));
   OpArgs a;
   add_operand(a, self, dev.index());
   add_operand(a, end, dev.index());
@@ -249,13 +253,30 @@ at::Tensor lerp(const char* op, const at::Tensor& self, const at::Tensor& end,
   // lerp.Scalar's weight is a parameter of CPU's kernel, not an operand of
   // its TensorIterator: it does not count toward the output's layout.
   if (wrapped) --a.cpu_scalar_operands;
-  run_pointwise(op, dev.index(), a, {to_tpj_dtype(self.scalar_type())}, {out});
+  run_pointwise(op, dev.index(), a, {to_tpj_dtype(st)}, {out});
   return out;
 }
 
+// lerp_: CPU's TensorIterator checks the broadcast shape before the kernel
+// looks at dtypes.
+void check_lerp_shape(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
+  auto sizes = at::infer_size(at::infer_size(self.sizes(), end.sizes()), weight.sizes());
+  TORCH_CHECK(self.sizes() == at::IntArrayRef(sizes), "output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", at::IntArrayRef(sizes));
+}
+
+void write_into(const at::Tensor& dst, const at::Tensor& result, const char* op);
+
 // Writes result into dst (same device) as PyTorch's in-place and out= forms
-// do: the result must cast to dst's dtype and match its shape.
+// do: the result must cast to dst's dtype and match its shape, and dst may
+// not have elements that share memory (TensorIterator's check; the few CPU
+// kernels that write through an expanded dst use assign_overlapping).
 void assign(const at::Tensor& dst, const at::Tensor& result, const char* op) {
+  at::assert_no_internal_overlap(dst);
+  write_into(dst, result, op);
+}
+
+void write_into(const at::Tensor& dst, const at::Tensor& result, const char* op) {
   TORCH_CHECK(c10::canCast(result.scalar_type(), dst.scalar_type()), "result type ",
               result.scalar_type(), " can't be cast to the desired output type ",
               dst.scalar_type());
@@ -300,6 +321,10 @@ at::Tensor& out_form(at::Tensor& out, const at::Tensor& result, const char* op) 
 
 void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op) {
   assign(dst, result, op);
+}
+
+void assign_overlapping(const at::Tensor& dst, const at::Tensor& result, const char* op) {
+  write_into(dst, result, op);
 }
 
 // Shared with other op families through common.h.
@@ -370,6 +395,9 @@ namespace tp = torch_pjrt;
     return tp::assign_unless_self(a, tp::unary(op, a, kind, &a), op);                        \
   });                                                                                        \
   m.impl(aten ".out", [](const Tensor& a, Tensor& o) -> Tensor& {                            \
+    /* TensorIterator's unary_op: out's dtype is the input's (abs of complex aside) */        \
+    TORCH_CHECK(kind != UKind::kSame || a.is_complex() || o.scalar_type() == a.scalar_type(),  \
+                "Found dtype ", o.scalar_type(), " but expected ", a.scalar_type());          \
     tp::check_overlap(o, {&a});                                                              \
     return tp::out_form(o, tp::unary(op, a, kind), op);                                      \
   });
@@ -388,6 +416,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::binary("aten::minimum", a, b, Kind::kArith);
   });
   m.impl("pow.Tensor_Tensor", [](const Tensor& a, const Tensor& b) {
+    TORCH_CHECK_NOT_IMPLEMENTED(at::result_type(a, b) != at::kBool,
+                                "\"pow\" not implemented for 'Bool'");
     return tp::binary("aten::pow.Tensor_Tensor", a, b, Kind::kArith);
   });
   m.impl("pow.Tensor_Scalar", [](const Tensor& a, const Scalar& b) {
@@ -395,8 +425,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                   b.toLong() < 0),
                 "Integers to negative integer powers are not allowed.");
     // x ** 2 as x * x, as CPU's kernel does: a runtime exponent is a generic
-    // pow per element on XLA:CPU (about 12x slower on 16K floats)
-    if (at::isFloatingType(a.scalar_type()) && !b.isComplex() && b.toDouble() == 2.0)
+    // pow per element on XLA:CPU (about 12x slower on 16K floats), and for
+    // complex x it keeps CPU's infinities (exp(2 log x) makes them NaN)
+    if ((at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type())) &&
+        !b.isComplex() && b.toDouble() == 2.0)
       return tp::binary("aten::mul.Tensor", a, a, Kind::kArith);
     return tp::binary("aten::pow.Tensor_Scalar", a, tp::wrap(b), Kind::kArith);
   });
@@ -448,11 +480,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("lerp_.Scalar", [](Tensor& s, const Tensor& e, const Scalar& w) -> Tensor& {
     tp::check_overlap(s, {&e});
+    tp::check_lerp_shape(s, e, tp::wrap(w));
     tp::assign(s, tp::lerp("aten::lerp.Scalar", s, e, tp::wrap(w)), "aten::lerp_");
     return s;
   });
   m.impl("lerp_.Tensor", [](Tensor& s, const Tensor& e, const Tensor& w) -> Tensor& {
     tp::check_overlap(s, {&e, &w});
+    tp::check_lerp_shape(s, e, w);
     tp::assign(s, tp::lerp("aten::lerp.Tensor", s, e, w), "aten::lerp_");
     return s;
   });
@@ -784,7 +818,9 @@ Tensor masked_fill_meta(const Tensor& self, const Tensor& mask) {
 Tensor masked_fill_impl(const Tensor& self, const Tensor& mask, const Scalar& value,
                         const Tensor* in_place) {
   check_mask(self, mask);
-  TORCH_CHECK(!value.isComplex() || self.is_complex(), "value cannot be converted to type ",
+  // CPU converts a complex value to bool (z != 0) without a check
+  TORCH_CHECK(!value.isComplex() || self.is_complex() || self.scalar_type() == at::kBool,
+              "value cannot be converted to type ",
               c_type_name(self.scalar_type()), " without overflow");
   Tensor m = masked_fill_meta(self, mask);
   return run_like("aten::masked_fill.Scalar", {&self, &mask}, m, {to_tpj_dtype(m.scalar_type())},
@@ -799,7 +835,8 @@ Tensor masked_fill_tensor(const Tensor& self, const Tensor& mask, const Tensor& 
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
               "tensor with ", value.dim(), " dimension(s).");
   check_mask(self, mask);
-  TORCH_CHECK(!value.is_complex() || self.is_complex(), "value cannot be converted to type ",
+  TORCH_CHECK(!value.is_complex() || self.is_complex() || self.scalar_type() == at::kBool,
+              "value cannot be converted to type ",
               c_type_name(self.scalar_type()), " without overflow");
   Tensor m = masked_fill_meta(self, mask);
   return run_like("aten::masked_fill.Tensor", {&self, &mask, &value}, m,
@@ -809,11 +846,21 @@ Tensor masked_fill_tensor(const Tensor& self, const Tensor& mask, const Tensor& 
 
 // In-place forms used by the ops above (assign lives in ops.cpp).
 void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
+void assign_overlapping(const at::Tensor& dst, const at::Tensor& result, const char* op);
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
   m.impl("clamp", TORCH_FN(clamp_op));
+  // TensorIterator's unary_op checks out= has the input's dtype
+  m.impl("clamp.out", [](const at::Tensor& s, const std::optional<at::Scalar>& lo,
+                         const std::optional<at::Scalar>& hi, at::Tensor& o) -> at::Tensor& {
+    at::Tensor r = clamp_op(s, lo, hi);  // its dtype is clamp's promoted one
+    TORCH_CHECK(o.scalar_type() == r.scalar_type(), "Found dtype ", o.scalar_type(),
+                " but expected ", r.scalar_type());
+    check_no_overlap(o, {&s});
+    return out_result(o, r, "aten::clamp.out");
+  });
   m.impl("clamp_", [](at::Tensor& s, const std::optional<at::Scalar>& lo,
                       const std::optional<at::Scalar>& hi) -> at::Tensor& {
     assign_result(s, clamp_op(s, lo, hi), "aten::clamp_");
@@ -837,13 +884,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill.Tensor", TORCH_FN(masked_fill_tensor));
   m.impl("masked_fill_.Scalar", [](at::Tensor& s, const at::Tensor& mask,
                                    const at::Scalar& v) -> at::Tensor& {
+    // CPU's masked_fill_ writes through an expanded self (with a deprecation
+    // warning): no internal-overlap check
     Tensor r = masked_fill_impl(s, mask, v, &s);
-    if (!r.is_same(s)) assign_result(s, r, "aten::masked_fill_");
+    if (!r.is_same(s)) assign_overlapping(s, r, "aten::masked_fill_");
     return s;
   });
   m.impl("masked_fill_.Tensor", [](at::Tensor& s, const at::Tensor& mask,
                                    const at::Tensor& v) -> at::Tensor& {
-    assign_result(s, masked_fill_tensor(s, mask, v), "aten::masked_fill_");
+    assign_overlapping(s, masked_fill_tensor(s, mask, v), "aten::masked_fill_");
     return s;
   });
 }

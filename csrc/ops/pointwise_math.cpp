@@ -138,17 +138,21 @@ constexpr uint32_t kMod = tp::kNoBool | tp::kNoComplex | tp::kCheckDivisor;
 constexpr uint32_t kTest = tp::kBroadcast | tp::kBoolResult | tp::kComputeInput;
 
 const tp::BoxedOp kMathOps[] = {
-    TPJ_FLOAT_UNARY("erf"), TPJ_FLOAT_UNARY("erfc"), TPJ_FLOAT_UNARY("erfinv"),
+    // CPU's erf family has no complex kernels
+    {"erf", "aten::erf", kEw | tp::kFloatResult | tp::kNoComplex, "erf_vml_cpu", -1},
+    {"erfc", "aten::erfc", kEw | tp::kFloatResult | tp::kNoComplex, "erfc_vml_cpu", -1},
+    {"erfinv", "aten::erfinv", kEw | tp::kFloatResult | tp::kNoComplex, "erfinv_vml_cpu", -1},
     TPJ_FLOAT_UNARY("tan"), TPJ_FLOAT_UNARY("asin"), TPJ_FLOAT_UNARY("acos"),
     TPJ_FLOAT_UNARY("atan"), TPJ_FLOAT_UNARY("sinh"), TPJ_FLOAT_UNARY("cosh"),
     TPJ_FLOAT_UNARY("asinh"), TPJ_FLOAT_UNARY("acosh"), TPJ_FLOAT_UNARY("atanh"),
     TPJ_FLOAT_UNARY("log2"), TPJ_FLOAT_UNARY("log10"), TPJ_FLOAT_UNARY("exp2"),
     TPJ_FLOAT_UNARY("reciprocal"),
-    TPJ_ROUNDING("floor", tp::kNoBool, "floor_vml_cpu"),
-    TPJ_ROUNDING("ceil", tp::kNoBool, "ceil_vml_cpu"),
-    TPJ_ROUNDING("trunc", tp::kNoBool, "trunc_vml_cpu"),
-    TPJ_ROUNDING("round", tp::kNoBool, "round_vml_cpu"),
-    TPJ_ROUNDING("frac", tp::kNoIntegral, "frac_cpu"),
+    // floor, ceil and trunc refuse complex by name, round and frac by kernel
+    TPJ_ROUNDING("floor", tp::kNoBool | tp::kNoComplexByName, "floor_vml_cpu"),
+    TPJ_ROUNDING("ceil", tp::kNoBool | tp::kNoComplexByName, "ceil_vml_cpu"),
+    TPJ_ROUNDING("trunc", tp::kNoBool | tp::kNoComplexByName, "trunc_vml_cpu"),
+    TPJ_ROUNDING("round", tp::kNoBool | tp::kNoComplex, "round_vml_cpu"),
+    TPJ_ROUNDING("frac", tp::kNoIntegral | tp::kNoComplex, "frac_cpu"),
     {"round.decimals", "aten::round.decimals", kEw | tp::kNoIntegral, "round_cpu", -1},
     {"sgn", "aten::sgn", kEw | tp::kExactCompute, nullptr, -1},
     {"bitwise_not", "aten::bitwise_not", kEw | kBitwise, "bitwise_not_cpu", -1},
@@ -164,8 +168,8 @@ const tp::BoxedOp kMathOps[] = {
     {"logical_and", "aten::logical_and", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
     {"logical_or", "aten::logical_or", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
     {"logical_xor", "aten::logical_xor", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
-    {"atan2", "aten::atan2", kEw | tp::kFloatResult, nullptr, -1},
-    {"hypot", "aten::hypot", kEw | tp::kNoIntegral, "hypot_cpu", -1},
+    {"atan2", "aten::atan2", kEw | tp::kFloatResult | tp::kNoComplex, "atan2_cpu", -1},
+    {"hypot", "aten::hypot", kEw | tp::kNoIntegral | tp::kNoComplex, "hypot_cpu", -1},
 };
 
 }  // namespace

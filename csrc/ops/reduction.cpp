@@ -86,12 +86,16 @@ void check_nonempty(const char* name, const Tensor& self, at::IntArrayRef dim) {
 }
 
 Tensor amax(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"max_values_cpu\" not implemented for '",
+                              self.scalar_type(), "'");
   check_nonempty("amax", self, dim);
   Tensor m = at::meta::amax(to_meta(self), dim, keepdim);
   return reduce("aten::amax", self, reduced_dims(self, dim), keepdim, m);
 }
 
 Tensor amin(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"min_values_cpu\" not implemented for '",
+                              self.scalar_type(), "'");
   check_nonempty("amin", self, dim);
   Tensor m = at::meta::amin(to_meta(self), dim, keepdim);
   return reduce("aten::amin", self, reduced_dims(self, dim), keepdim, m);

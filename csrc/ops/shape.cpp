@@ -123,7 +123,7 @@ Tensor cat_list(const std::vector<Tensor>& ts, int64_t dim) {
   OpArgs a;
   for (const Tensor& t : ts) a.tensor(t);
   run_op(op, ts[0].device().index(), a, {d}, {out});
-  return out;
+  return in_meta_layout(out, m);  // the inputs' memory format, as CPU's cat
 }
 
 Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
@@ -191,7 +191,11 @@ Tensor flip(const Tensor& x, at::IntArrayRef dims) {
     seen[w] = true;
     if (x.dim() > 0) wrapped.push_back(w);
   }
-  return run_shape("aten::flip", x, to_meta(x), wrapped);
+  // CPU's flip writes into empty_like(x): x's layout, densified
+  InLayout lay(at::empty_like(to_meta(x)));
+  for (int64_t& w : wrapped) w = lay.dim(w);
+  Tensor xp = lay.in(x);
+  return lay.out(run_shape("aten::flip", xp, to_meta(xp), wrapped));
 }
 
 Tensor roll(const Tensor& x, c10::SymIntArrayRef sym_shifts, at::IntArrayRef dims) {
@@ -208,13 +212,20 @@ Tensor roll(const Tensor& x, c10::SymIntArrayRef sym_shifts, at::IntArrayRef dim
     for (int64_t s : shifts) attrs.push_back(s);
     for (int64_t d : dims) attrs.push_back(c10::maybe_wrap_dim(d, x.dim()));
   }
-  return run_shape("aten::roll", x, to_meta(x), attrs);
+  Tensor r = run_shape("aten::roll", x, to_meta(x), attrs);
+  // CPU's roll along dims allocates in x's suggested memory format
+  // (channels_last stays); without dims it rolls x flattened (contiguous)
+  if (dims.empty()) return r;
+  return in_meta_layout(r, at::empty(x.sizes(), to_meta(x).options().memory_format(
+                                                    x.suggest_memory_format())));
 }
 
 Tensor constant_pad_nd(const Tensor& x, c10::SymIntArrayRef pad, const Scalar& value) {
   Tensor m = at::constant_pad_nd_symint(to_meta(x), pad, value);
   auto p = C10_AS_INTARRAYREF_SLOW(pad);
-  return run_shape("aten::constant_pad_nd", x, m, std::vector<int64_t>(p.begin(), p.end()), &value);
+  return in_meta_layout(
+      run_shape("aten::constant_pad_nd", x, m, std::vector<int64_t>(p.begin(), p.end()), &value),
+      m);
 }
 
 // reflection/replication pads: the meta function checks the arguments the way

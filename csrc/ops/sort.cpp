@@ -81,9 +81,15 @@ void check_sortable(const Tensor& self) {
 Pair k_sort(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
   check_sortable(self);
   Pair m = at::meta::sort(to_meta(self), stable, dim, descending);
+  // CPU's results take self's strides (densified): sort self permuted into
+  // that order and view the results back (layout.h).
+  InLayout lay(std::get<0>(m));
+  Tensor sp = lay.in(self);
+  Pair mp = at::meta::sort(to_meta(sp), stable, lay.dim(wrap(dim, self)), descending);
   // Always stable: PyTorch leaves unstable order unspecified, and CPU's
   // kernel is stable too.
-  return run2("aten::sort.stable", self, m, {wrap(dim, self), descending});
+  Pair r = run2("aten::sort.stable", sp, mp, {lay.dim(wrap(dim, self)), descending});
+  return {lay.out(std::get<0>(r)), lay.out(std::get<1>(r))};
 }
 
 PairRef k_sort_out(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending,
@@ -188,6 +194,8 @@ Tensor k_min_all(const Tensor& self) {
 }
 
 Tensor k_argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  // CPU refuses bool before it looks at the reduced dim's size
+  TORCH_CHECK(self.scalar_type() != at::kBool, "argmax(): does not support bool input");
   if (dim) check_dim_nonempty("argmax", self, *dim);
   TORCH_CHECK_INDEX(dim || self.numel() > 0,
                     "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
@@ -196,6 +204,8 @@ Tensor k_argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
 }
 
 Tensor k_argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  // CPU refuses bool before it looks at the reduced dim's size
+  TORCH_CHECK(self.scalar_type() != at::kBool, "argmin(): does not support bool input");
   if (dim) check_dim_nonempty("argmin", self, *dim);
   TORCH_CHECK_INDEX(dim || self.numel() > 0,
                     "argmin(): Expected reduction dim to be specified for input.numel() == 0.");
@@ -235,6 +245,9 @@ Tensor k_cumsum(const Tensor& self, int64_t dim, std::optional<at::ScalarType> d
   if (complex_on_cpu(self, dtype, "aten::cumsum"))
     return at::cumsum(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::meta::cumsum(to_meta(self), dim, dtype);
+  // (a 0-d self is copied, not scanned, so CPU takes bool there)
+  TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool || self.dim() == 0,
+                              "\"cumsum_out_cpu\" not implemented for 'Bool'");
   return run1("aten::cumsum", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }
 
@@ -244,6 +257,9 @@ Tensor k_cumprod(const Tensor& self, int64_t dim, std::optional<at::ScalarType> 
   if (complex_on_cpu(self, dtype, "aten::cumprod"))
     return at::cumprod(self.cpu(), dim, dtype).to(self.device());
   Tensor m = at::meta::cumprod(to_meta(self), dim, dtype);
+  // (a 0-d self is copied, not scanned, so CPU takes bool there)
+  TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool || self.dim() == 0,
+                              "\"cumprod_out_cpu\" not implemented for 'Bool'");
   return run1("aten::cumprod", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
 }
 
@@ -300,10 +316,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cumsum", TORCH_FN(k_cumsum));
   m.impl("cumprod", TORCH_FN(k_cumprod));
   m.impl("cumsum.out", [](const Tensor& s, int64_t d, std::optional<at::ScalarType> dt,
-                          Tensor& o) -> Tensor& { return put(o, k_cumsum(s, d, dt), "aten::cumsum"); });
+                          Tensor& o) -> Tensor& {
+    // CPU's scan meta: with out= and no dtype, the scan runs in out's dtype
+    return put(o, k_cumsum(s, d, dt ? dt : o.scalar_type()), "aten::cumsum");
+  });
   m.impl("cumprod.out", [](const Tensor& s, int64_t d, std::optional<at::ScalarType> dt,
                            Tensor& o) -> Tensor& {
-    return put(o, k_cumprod(s, d, dt), "aten::cumprod");
+    return put(o, k_cumprod(s, d, dt ? dt : o.scalar_type()), "aten::cumprod");
   });
   m.impl("cumsum_", [](Tensor& s, int64_t d, std::optional<at::ScalarType> dt) -> Tensor& {
     assign_result(s, k_cumsum(s, d, dt), "aten::cumsum_");

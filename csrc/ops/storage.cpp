@@ -2,6 +2,7 @@
 // resize, set_, scalars (item), fill_ (scalar and 0-d tensor values). Views
 // only build TensorImpls over the same storage box.
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
@@ -220,6 +221,9 @@ using at::Tensor;
 Tensor& fill_tensor(Tensor& self, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               value.dim(), " dimensions.");
+  // CPU's fill_(Tensor) copies, and copy_ refuses a self whose elements share
+  // memory (fill_(Scalar) does not check)
+  at::assert_no_internal_overlap(self);
   if (value.device().is_cpu()) return self.fill_(value.item());
   if (self.numel() == 0) return self;
   write_view(self, value);

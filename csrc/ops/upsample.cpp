@@ -68,7 +68,7 @@ Tensor run_upsample(const char* op, const Tensor& x, const Tensor& meta, Mode mo
   Tensor NAME(const Tensor& self, ARGS) {                                                \
     auto f = [&](const Tensor& in) { return at::CALL; };                                 \
     Tensor m = [&](const Tensor& in) { return at::meta::CALL; }(to_meta(self));          \
-    return run_upsample(OP, self, m, MODE, AC, SCALES, f);                               \
+    return in_meta_layout(run_upsample(OP, self, m, MODE, AC, SCALES, f), m);            \
   }
 
 #define ARGS at::IntArrayRef output_size, std::optional<double> s0

@@ -307,6 +307,15 @@ tpj_hlo_value_t tpj_hlo_emit_convert(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tp
     tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT, "convert to an invalid dtype"));
     return kInvalid;
   }
+  if (dt == TPJ_BOOL && tpj_dtype_is_complex(x.dtype)) {
+    /* PyTorch's complex -> bool is z != 0, either part; XLA's convert looks
+     * at the real part only. */
+    tpj_hlo_value_t re = tpj_hlo_emit_real(b, x), im = tpj_hlo_emit_imag(b, x);
+    tpj_hlo_value_t z = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, re.dtype, 0.0),
+                                                  x.dims, x.ndim);
+    return tpj_hlo_emit_binary(b, "stablehlo.or", tpj_hlo_emit_compare(b, re, z, "NE"),
+                               tpj_hlo_emit_compare(b, im, z, "NE"));
+  }
   tpj_hlo_value_t r = tpj_hlo_new_value(b, dt, x.dims, x.ndim);
   const tpj_hlo_value_t* ops[1] = {&x};
   tpj_hlo_begin_op(b, &r, "stablehlo.convert", ops, 1);

@@ -44,6 +44,33 @@ static int tpj_need_inputs(tpj_op_ctx_t* ctx, int n, const char* op) {
   return 0;
 }
 
+/* x * y where in_x / in_y are the operands before conversion to the float
+ * compute dtype: XLA rewrites convert(bool) * y as select(bool, y, 0), so
+ * False * inf came out 0 where CPU's 0.0 * inf is NaN. Put the NaN back. */
+static tpj_hlo_value_t tpj_mul_keep_nan(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                        tpj_hlo_value_t y, tpj_dtype_t in_x, tpj_dtype_t in_y) {
+  tpj_hlo_value_t r = MUL(x, y);
+  if (!tpj_dtype_is_float(r.dtype) || (in_x == TPJ_BOOL) == (in_y == TPJ_BOOL)) return r;
+  tpj_hlo_value_t p = in_x == TPJ_BOOL ? x : y, v = in_x == TPJ_BOOL ? y : x;
+  tpj_hlo_value_t z = tpj_ops_const_like(b, p, 0.0);
+  tpj_hlo_value_t bad = AND(CMP(p, z, "EQ"),
+                            tpj_hlo_emit_unary(b, "stablehlo.not",
+                                               tpj_hlo_emit_unary_to(b, "stablehlo.is_finite", v,
+                                                                     TPJ_BOOL)));
+  return SEL(bad, tpj_ops_const_like(b, r, NAN), r);
+}
+
+/* An operand converted to the opmath dtype cd for an op whose common dtype
+ * is half or bfloat16: CPU's TensorIterator first casts it to the common
+ * dtype (int32 70000 becomes inf in float16), then the kernel widens it. */
+static tpj_hlo_value_t tpj_opmath_in(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_dtype_t common,
+                                     tpj_dtype_t cd, const int64_t* dims, int ndim) {
+  if ((common == TPJ_F16 || common == TPJ_BF16) && cd != common && x.dtype != common &&
+      !tpj_dtype_is_complex(x.dtype))
+    x = tpj_hlo_emit_convert(b, x, common);
+  return tpj_ops_cast_to(b, x, cd, dims, ndim);
+}
+
 static void tpj_lower_binary(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const char* op,
                              const char* bool_op) {
   tpj_hlo_builder_t* b = ctx->b;
@@ -57,7 +84,10 @@ static void tpj_lower_binary(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const 
     tpj_hlo_value_t alpha = tpj_ops_cast_to(b, ctx->in[2], cd, o->dims, o->ndim);
     y = tpj_hlo_emit_binary(b, cd == TPJ_BOOL ? "stablehlo.and" : "stablehlo.multiply", y, alpha);
   }
-  results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_binary(b, name, x, y), o->dtype);
+  tpj_hlo_value_t r = strcmp(name, "stablehlo.multiply") == 0
+                        ? tpj_mul_keep_nan(b, x, y, ctx->in[0].dtype, ctx->in[1].dtype)
+                        : tpj_hlo_emit_binary(b, name, x, y);
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
 }
 
 static void tpj_lower_unary(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const char* op) {
@@ -115,6 +145,36 @@ static tpj_hlo_value_t tpj_pow_int(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_
   return SEL(CMP(e, zero, "LT"), neg, r);
 }
 
+/* Complex x^e as CPU's std::pow (glibc's cpow): cexp(e * clog(x)), with
+ * cexp's C99 special cases where XLA's power gives NaN: 0^e is 0 for
+ * Re(e * log 0) = -inf, inf^e is inf + NaN i. 0^0 stays NaN, as on CPU. */
+static tpj_hlo_value_t tpj_pow_complex(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
+                                       tpj_hlo_value_t e) {
+  tpj_hlo_value_t l = tpj_hlo_emit_unary(b, "stablehlo.log", x);
+  tpj_hlo_value_t a = tpj_hlo_emit_real(b, e), bi = tpj_hlo_emit_imag(b, e);
+  tpj_hlo_value_t c = tpj_hlo_emit_real(b, l), d = tpj_hlo_emit_imag(b, l);
+  tpj_hlo_value_t wr = SUB(MUL(a, c), MUL(bi, d)), wi = ADD(MUL(a, d), MUL(bi, c));
+  tpj_hlo_value_t z = tpj_ops_const_like(b, wr, 0.0);
+  tpj_hlo_value_t inf = tpj_ops_const_like(b, wr, INFINITY);
+  tpj_hlo_value_t nan = tpj_ops_const_like(b, wr, NAN);
+  tpj_hlo_value_t m = tpj_hlo_emit_unary(b, "stablehlo.exponential", wr);
+  tpj_hlo_value_t re = MUL(m, tpj_hlo_emit_unary(b, "stablehlo.cosine", wi));
+  tpj_hlo_value_t im = MUL(m, tpj_hlo_emit_unary(b, "stablehlo.sine", wi));
+  tpj_hlo_value_t wi_zero = CMP(wi, z, "EQ");
+  tpj_hlo_value_t wi_bad = tpj_hlo_emit_unary(
+      b, "stablehlo.not", tpj_hlo_emit_unary_to(b, "stablehlo.is_finite", wi, TPJ_BOOL));
+  /* an imaginary part of 0 stays exact: exp(wr) + 0i, inf * 0 is no NaN */
+  re = SEL(wi_zero, m, re);
+  im = SEL(wi_zero, wi, im);
+  tpj_hlo_value_t neg_inf = CMP(wr, tpj_hlo_emit_unary(b, "stablehlo.negate", inf), "EQ");
+  tpj_hlo_value_t pos_inf = CMP(wr, inf, "EQ");
+  re = SEL(AND(neg_inf, wi_bad), z, re);
+  im = SEL(AND(neg_inf, wi_bad), z, im);
+  re = SEL(AND(pos_inf, wi_bad), inf, re);
+  im = SEL(AND(pos_inf, wi_bad), nan, im);
+  return tpj_hlo_emit_complex(b, re, im);
+}
+
 static void tpj_pow(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int scalar_exp) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
@@ -125,6 +185,8 @@ static void tpj_pow(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int scalar_exp)
   tpj_hlo_value_t r;
   if (tpj_dtype_is_int(cd)) {
     r = tpj_pow_int(b, x, e);
+  } else if (tpj_dtype_is_complex(cd) && !scalar_exp) {
+    r = tpj_pow_complex(b, x, e);
   } else {
     r = tpj_hlo_emit_binary(b, "stablehlo.power", x, e);
     /* CPU's pow(Tensor, Scalar) in float32, float64 and bfloat16 runs sqrt
@@ -149,7 +211,6 @@ TPJ_UNARY(tpj_lower_log, "stablehlo.log")
 TPJ_UNARY(tpj_lower_sin, "stablehlo.sine")
 TPJ_UNARY(tpj_lower_cos, "stablehlo.cosine")
 TPJ_UNARY(tpj_lower_tanh, "stablehlo.tanh")
-TPJ_UNARY(tpj_lower_sqrt, "stablehlo.sqrt")
 TPJ_UNARY(tpj_lower_rsqrt, "stablehlo.rsqrt")
 TPJ_UNARY(tpj_lower_sigmoid, "stablehlo.logistic")
 TPJ_UNARY(tpj_lower_log1p, "stablehlo.log_plus_one")
@@ -309,10 +370,12 @@ static void tpj_lower_addc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, const ch
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   if (!tpj_need_inputs(ctx, 4, op)) return;
-  tpj_dtype_t cd = tpj_half_opmath(tpj_compute_dtype(ctx));
+  tpj_dtype_t common = tpj_compute_dtype(ctx), cd = tpj_half_opmath(common);
   tpj_hlo_value_t v[4];
-  for (int i = 0; i < 4; ++i) v[i] = tpj_ops_cast_to(b, ctx->in[i], cd, o->dims, o->ndim);
-  tpj_hlo_value_t p = tpj_hlo_emit_binary(b, op, v[1], v[2]);
+  for (int i = 0; i < 4; ++i) v[i] = tpj_opmath_in(b, ctx->in[i], common, cd, o->dims, o->ndim);
+  tpj_hlo_value_t p = strcmp(op, "stablehlo.multiply") == 0
+                          ? tpj_mul_keep_nan(b, v[1], v[2], ctx->in[1].dtype, ctx->in[2].dtype)
+                          : tpj_hlo_emit_binary(b, op, v[1], v[2]);
   tpj_hlo_value_t r = tpj_hlo_emit_binary(b, "stablehlo.add", v[0],
                                           tpj_hlo_emit_binary(b, "stablehlo.multiply", v[3], p));
   results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
@@ -377,10 +440,11 @@ static int tpj_math_need(tpj_op_ctx_t* ctx, int nin, int nattrs, const char* op)
   return 0;
 }
 
-/* operand i in dtype dt, broadcast to the output's dims */
+/* operand i in dtype dt, broadcast to the output's dims (through a half
+ * output's dtype first, as CPU casts it, when dt is its float32 opmath) */
 static tpj_hlo_value_t tpj_math_in(tpj_op_ctx_t* ctx, int i, tpj_dtype_t dt) {
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  return tpj_ops_cast_to(ctx->b, ctx->in[i], dt, o->dims, o->ndim);
+  return tpj_opmath_in(ctx->b, ctx->in[i], o->dtype, dt, o->dims, o->ndim);
 }
 
 /* the constant v shaped like x */
@@ -844,6 +908,23 @@ void tpj_lower_signbit(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   if (!tpj_misc_need(ctx, 1, "signbit")) return;
   results[0] = tpj_misc_done(ctx, tpj_misc_signbit(b, tpj_misc_in(ctx, 0)));
+}
+
+/* sqrt. Complex: C99's csqrt gives the result's imaginary part the sign of
+ * the argument's, -0 included (sqrt(-4 - 0i) is -2i); XLA's drops the sign
+ * of a zero imaginary part, so it is put back. */
+void tpj_lower_sqrt(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  const tpj_rt_shape_t* o = &ctx->outs[0];
+  if (!tpj_need_inputs(ctx, 1, "sqrt")) return;
+  tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], tpj_compute_dtype(ctx), o->dims, o->ndim);
+  tpj_hlo_value_t r = tpj_hlo_emit_unary(b, "stablehlo.sqrt", x);
+  if (tpj_dtype_is_complex(x.dtype)) {
+    tpj_hlo_value_t im = UN("abs", tpj_hlo_emit_imag(b, r));
+    im = SEL(tpj_misc_signbit(b, tpj_hlo_emit_imag(b, x)), UN("negate", im), im);
+    r = tpj_hlo_emit_complex(b, tpj_hlo_emit_real(b, r), im);
+  }
+  results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
 }
 
 /* copysign(a, b): |a| with b's sign bit. */

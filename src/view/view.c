@@ -298,14 +298,11 @@ tpj_hlo_value_t tpj_view_emit_write(tpj_hlo_builder_t* b, tpj_hlo_value_t buf,
                                     (long long)n));
     return flat;
   }
-  for (int k = 0; k < v->ndim; ++k) {
-    if (v->sizes[k] > 1 && v->strides[k] == 0) {
-      tpj_hlo_fail(b, tpj_status_make(TPJ_INVALID_ARGUMENT,
-                                      "unsupported operation: more than one element of the "
-                                      "written-to tensor refers to a single memory location"));
-      return flat;
-    }
-  }
+  /* A view whose elements overlap (stride 0: expand) is written by the
+   * scatter below, the last write of a location winning, as CPU's loop
+   * does. The ops CPU refuses to write through such a view (TensorIterator's
+   * internal-overlap check) refuse in the glue; fill_, zero_ and
+   * index_fill_ write through it. */
   if (tpj_view_is_contiguous(v)) {
     tpj_hlo_value_t x1 = tpj_hlo_emit_reshape(b, x, &numel, 1);
     if (numel == n) return x1;

@@ -399,3 +399,45 @@ def test_compiled_graph_returns_cpu_strides():
         t = g(x.to("tpu"), w.to("tpu"))
         for tt, cc in zip(t, c):
             same_layout(tt, cc)
+
+
+# flip and sort/argsort write into empty_like(x) / x's densified strides on
+# CPU; roll, cat, pad and interpolate into x's suggested memory format
+# (channels_last stays, a permuted input gives a contiguous result); dropout
+# in eval returns x.
+SHAPE_OPS = {
+    "flip0": lambda x: x.flip(0),
+    "flip13": lambda x: x.flip(1, 3),
+    "flip_none": lambda x: torch.flip(x, ()),
+    "sort1": lambda x: torch.sort(x, 1)[0],
+    "sort_idx3": lambda x: torch.sort(x, dim=-1, descending=True, stable=True)[1],
+    "argsort2": lambda x: torch.argsort(x, 2),
+    "argsort0_stable": lambda x: torch.argsort(x, dim=0, stable=True, descending=True),
+    "roll": lambda x: x.roll(1, 0),
+    "roll2": lambda x: x.roll((1, -2), (1, 3)),
+    "roll_flat": lambda x: x.roll(3),
+    "cat": lambda x: torch.cat([x, x]),
+    "cat1": lambda x: torch.cat([x, x], 1),
+    "pad": lambda x: F.pad(x, (1, 1)),
+    "interpolate": lambda x: F.interpolate(x, scale_factor=2.0, mode="nearest"),
+    "dropout_eval": lambda x: F.dropout(x, 0.5, training=False),
+}
+
+
+@pytest.mark.parametrize("layout", [k for k in LAYOUTS_4D if k != "expanded"])
+@pytest.mark.parametrize("op", list(SHAPE_OPS))
+def test_shape_op_layout_like_cpu(op, layout):
+    c, t = pair(LAYOUTS_4D[layout])
+    with NativeOnly():
+        got = SHAPE_OPS[op](t)
+    same_layout(got, SHAPE_OPS[op](c), f"{op} of {layout}")
+
+
+def test_flip_sort_of_3d_permuted_and_sliced_like_cpu():
+    # the fuzzer's reproducers
+    x = torch.tensor([[[0.5], [1.0]], [[-2.0], [-0.75]]]).transpose(0, -1)
+    same_layout(torch.argsort(x.to("tpu"), dim=1, stable=True, descending=True),
+                torch.argsort(x, dim=1, stable=True, descending=True))
+    y = torch.arange(24.0).view(2, 3, 4).permute(2, 0, 1)[::2]
+    for f in (lambda v: v.flip(0), lambda v: v.sort(1)[0], lambda v: v.sort(2)[1]):
+        same_layout(f(y.to("tpu")), f(y))

@@ -625,3 +625,101 @@ def test_empty_writes_skip_their_checks_like_cpu():
     e = torch.zeros(1, 1, 0, dtype=torch.long)
     torch.testing.assert_close(torch.scatter(u.to("tpu"), 1, e.to("tpu"), float("-inf")).cpu(),
                                torch.scatter(u, 1, e, float("-inf")))
+
+
+def test_index_add_and_put_into_an_empty_self_check_like_cpu():
+    # CPU's vector index_add kernel checks the index even when self is empty
+    same_error(lambda s, i, v: s.index_add_(0, i, v), [torch.empty(0), torch.tensor([0, 0]),
+                                                       torch.ones(2)], IndexError)
+    same_error(lambda s, i, v: torch.index_add(s, 0, i, v, alpha=2),
+               [torch.empty(0, dtype=torch.bfloat16), torch.tensor([0]),
+                torch.tensor([-1.0], dtype=torch.bfloat16)], IndexError)
+    # ...higher ranks do not
+    for s, d, i, v in ((torch.empty(0, 2), 1, torch.tensor([5]), torch.ones(0, 1)),
+                       (torch.empty(2, 0), 0, torch.tensor([7]), torch.ones(1, 0))):
+        r = s.to("tpu").index_add_(d, t(i), t(v))
+        assert r.shape == s.shape
+    # index_put_: a non-empty index into a dim of size 0 is out of bounds
+    same_error(lambda s, i, v: s.index_put_((i,), v), [torch.empty(0), torch.tensor([0]),
+                                                       torch.tensor(1.0)], IndexError)
+    same_error(lambda s, i, v: s.index_put_((i,), v, accumulate=True),
+               [torch.empty(0, dtype=torch.long), torch.tensor([0]), torch.tensor(-3)], IndexError)
+    same_error(lambda s, i, v: s.index_put_((i, i), v), [torch.empty(2, 0), torch.tensor([0]),
+                                                          torch.tensor(1.0)], IndexError)
+    for s, idx in ((torch.empty(2, 0), (torch.tensor([5]),)),
+                   (torch.empty(0), (torch.tensor([], dtype=torch.long),)),
+                   (torch.empty(0), (torch.tensor([], dtype=torch.bool),))):
+        want = s.clone().index_put_(idx, torch.tensor(1.0))
+        got = s.to("tpu").index_put_(tuple(t(i) for i in idx), t(torch.tensor(1.0)))
+        assert got.shape == want.shape
+
+
+def test_index_fill_and_index_select_out_check_order_like_cpu():
+    same_error(lambda s, i: s.index_fill_(1, i, 1 + 2j),
+               [torch.tensor([[[-0.25]]]), torch.empty(0, dtype=torch.long)])
+    same_error(lambda s, i: s.index_fill(0, i, 1j), [torch.ones(3), torch.tensor([0])])
+    # index_select's out= dtype is checked before the index
+    same_error(lambda s, i, o: torch.index_select(s, 0, i, out=o),
+               [torch.tensor([[-4]], dtype=torch.int8), torch.tensor([0, 0, -1]),
+                torch.tensor([-1.5])])
+
+
+def test_indexing_with_an_empty_result_checks_no_index_value_like_cpu():
+    # an empty result reads nothing: CPU checks no index value then...
+    cases = [(torch.empty((2, 1, 0), dtype=torch.bool), (torch.tensor([1]), torch.tensor([-3]))),
+             (torch.empty(2, 0), (torch.tensor([5]),)),
+             (torch.empty(3, 2), (torch.tensor([], dtype=torch.long), torch.tensor([9])))]
+    for x, idx in cases:
+        want = x[idx]
+        got = t(x)[tuple(t(i) for i in idx)]
+        assert got.shape == want.shape and got.dtype == want.dtype
+    # ...but a non-empty index into a dim of size 0 is still out of bounds
+    same_error(lambda x, i: x[i, i], [torch.empty(2, 0), torch.tensor([0])], IndexError)
+
+
+def test_index_fill_of_an_empty_dim_raises_index_error_pinned():
+    # CPU's kernel fails inside setStorage (a RuntimeError about storage
+    # sizes) for an index into a dim of size 0; tpu raises the IndexError its
+    # bounds check gives every other out-of-range index_fill_ index.
+    with pytest.raises(RuntimeError, match="setStorage"):
+        torch.empty((3, 0)).index_fill_(-1, torch.tensor([0]), -1)
+    with pytest.raises(IndexError, match="index 0 is out of bounds for dimension 1 with size 0"):
+        t(torch.empty((3, 0))).index_fill_(-1, t(torch.tensor([0])), -1)
+
+
+def test_index_select_along_dim1_raises_cpus_runtime_error():
+    # CPU's kernel for dim 1 of a rank >= 2 tensor names the first bad index
+    # in a RuntimeError; other dims raise IndexError
+    for x, d, i in ((torch.zeros(5, 5), 1, [4, -1]), (torch.zeros(5, 5).t(), 1, [-1]),
+                    (torch.zeros(3, 5, dtype=torch.bool), 1, [7, 9]),
+                    (torch.zeros(2, 5, 3), 1, [2, -1]), (torch.zeros(3, 5), 1, 7)):
+        same_error(lambda s, j: s.index_select(d, j), [x, torch.tensor(i)], RuntimeError)
+    for x, d, i in ((torch.zeros(5, 5), 0, [-1]), (torch.zeros(3, 5, 2), 2, [7, -3]),
+                    (torch.zeros(5), 0, [5])):
+        same_error(lambda s, j: s.index_select(d, j), [x, torch.tensor(i)], IndexError)
+
+
+def test_index_add_out_of_range_error_type_follows_cpus_kernel():
+    # an int64 index along the first or last dim of a rank >= 2 self names the
+    # index (RuntimeError); an int32 index or another dim: IndexError
+    il, ii = torch.tensor([-1, 3, 3]), torch.tensor([-1, 3, 3], dtype=torch.int32)
+    cases = [(torch.zeros(4, 3), 0, il, torch.ones(3, 3), RuntimeError),
+             (torch.zeros(3, 4).t(), 0, il, torch.ones(3, 3), RuntimeError),
+             (torch.zeros(3, 4), 1, il, torch.ones(3, 3), RuntimeError),
+             (torch.zeros(3, 4, 2), 1, il, torch.ones(3, 3, 2), IndexError),
+             (torch.zeros(4, 3), 0, ii, torch.ones(3, 3), IndexError),
+             (torch.zeros(3, 4).t(), 0, ii, torch.ones(3, 3), IndexError),
+             (torch.zeros(4), 0, il, torch.ones(3), IndexError)]
+    for s, d, i, v, exc in cases:
+        same_error(lambda a, b, c: a.index_add_(d, b, c), [s, i, v], exc)
+    # ...and only with alpha 1
+    same_error(lambda a, b, c: torch.index_add(a, -2, b, c, alpha=2),
+               [torch.tensor([[True]]), torch.tensor([-1]), torch.tensor([[True]])], IndexError)
+    same_error(lambda a, b, c: torch.index_add(a, 0, b, c, alpha=1),
+               [torch.zeros(1, 1), torch.tensor([-1]), torch.ones(1, 1)], RuntimeError)
+
+
+def test_scatter_reduce_mean_of_bool_refused_before_the_index():
+    same_error(lambda s, i, v: torch.scatter_reduce(s, 0, i, v, "mean"),
+               [torch.tensor([True, False, False]), torch.tensor([-1, -3]),
+                torch.tensor([True, False, False])], NotImplementedError)

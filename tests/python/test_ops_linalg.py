@@ -940,3 +940,39 @@ def test_grouped_mm_matches_cpu_kernel_and_errors():
         torch._grouped_mm(a[:, :8].to("tpu"), w.to("tpu"), offs=o.to("tpu"))
     with pytest.raises(RuntimeError, match="same dtype"):
         torch._grouped_mm(a.to("tpu"), w.double().to("tpu"), offs=o.to("tpu"))
+
+
+# ---- pinned (docs/COVERAGE.md, "Where tpu keeps its own answer") ---------------
+
+def test_mixed_dtype_matmul_of_empty_operands_raises_pinned():
+    # CPU's batched kernels skip their dtype check when the reduced dim is
+    # empty (bmm returns zeros, matmul an empty result of one operand's
+    # dtype); tpu raises the error CPU raises for non-empty operands.
+    cases = [(torch.bmm, torch.empty((2, 1, 0), dtype=torch.float64), torch.empty((2, 0, 1))),
+             (torch.matmul, torch.tensor([[[2.0], [-1.75]]]).mT,
+              torch.empty((2, 0), dtype=torch.int64))]
+    for op, a, b in cases:
+        op(a, b)  # CPU answers, without its dtype check
+        with pytest.raises(RuntimeError) as nonempty:
+            op(torch.ones([max(s, 1) for s in a.shape], dtype=a.dtype),
+               torch.ones([max(s, 1) for s in b.shape], dtype=b.dtype))
+        with pytest.raises(RuntimeError) as tpu:
+            op(a.to("tpu"), b.to("tpu"))
+        # the same check: CPU's words vary by kernel ("expected scalar type ...")
+        assert re.search(r"same dtype|expected scalar type", str(nonempty.value))
+        assert re.search(r"same dtype", str(tpu.value))
+
+
+def test_complex_matmul_through_an_infinity_pinned():
+    INF = float("inf")
+    # tpu sums the products (ac - bd) + (ad + bc)i: (1 + inf i)(-0.5 - i) is
+    # inf - inf i and stays so. CPU's BLAS kernel gives NaN + NaN i.
+    a = torch.complex(torch.tensor([[1.0, 2.0]]), torch.tensor([[INF, 1.0]]))
+    b = torch.complex(torch.tensor([[-0.5], [1.0]]), torch.tensor([[-1.0], [0.0]]))
+    got = torch.mm(a.to("tpu"), b.to("tpu")).cpu()
+    assert got.real.item() == INF and got.imag.item() == -INF
+    # finite operands agree with CPU
+    af = torch.complex(torch.randn(3, 4), torch.randn(3, 4))
+    bf = torch.complex(torch.randn(4, 2), torch.randn(4, 2))
+    torch.testing.assert_close(torch.mm(af.to("tpu"), bf.to("tpu")).cpu(), af @ bf,
+                               rtol=1e-5, atol=1e-5)

@@ -363,3 +363,18 @@ def test_edge_pad(mode):
     native(lambda a, dev: F.pad(a, (2, 1, 1, 1), mode=mode), rand((2, 3, 5, 6), torch.bfloat16))
     if mode == "reflect":
         raises_like_cpu_create(lambda a, dev: F.pad(a, (6, 1), mode=mode), x1)
+
+
+def test_cat_out_overlapping_an_input_raises_like_cpu():
+    for make_out in (lambda x: x, lambda x: x[:1], lambda x: x.view(-1)):
+        x = torch.tensor([[-0.75], [0.5]])
+        with pytest.raises(RuntimeError) as cpu:
+            torch.cat([x, x], out=make_out(x))
+        y = t(torch.tensor([[-0.75], [0.5]]))
+        with pytest.raises(RuntimeError) as tpu:
+            torch.cat([y, y], out=make_out(y))
+        assert str(tpu.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+        torch.testing.assert_close(y.cpu(), torch.tensor([[-0.75], [0.5]]))
+    # a separate out still works
+    o = t(torch.empty(0))
+    torch.testing.assert_close(torch.cat([y, y], out=o).cpu(), torch.cat([x, x]))

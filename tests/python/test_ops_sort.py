@@ -696,3 +696,41 @@ def test_topk_of_a_zero_dim_tensor_like_cpu(k, largest):
         return x.grad
     same_as_cpu(f)
     same_as_cpu(lambda d: list(torch.topk(torch.tensor(2.5, device=d), 2)))  # CPU's error
+
+
+def test_argmax_argmin_refuse_bool_before_the_empty_dim_check():
+    x = torch.empty((2, 0, 1, 3, 3), dtype=torch.bool)
+    for f in (lambda t: torch.argmin(t, 1, keepdim=True), lambda t: torch.argmax(t, 1),
+              lambda t: torch.argmin(t)):
+        with pytest.raises(RuntimeError) as cpu:
+            f(x)
+        with pytest.raises(RuntimeError) as tpu:
+            f(x.to("tpu"))
+        assert str(tpu.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+def test_scan_out_runs_in_the_out_dtype():
+    # with out= and no dtype, CPU's cumsum/cumprod cast self to out's dtype
+    for op in (torch.cumsum, torch.cumprod):
+        for x, o in ((torch.tensor(-2.0), torch.tensor([-1], dtype=torch.int32)),
+                     (torch.tensor([1.5, 2.5, -3.7]), torch.empty(3, dtype=torch.int64)),
+                     (torch.tensor([1, 2, 3]), torch.empty(3, dtype=torch.float64)),
+                     (torch.tensor(-0.5), torch.tensor([False]))):
+            want = op(x, -1, out=o.clone())
+            got = op(x.to("tpu"), -1, out=o.to("tpu"))
+            assert got.dtype == want.dtype and got.shape == want.shape
+            torch.testing.assert_close(got.cpu(), want)
+
+
+def test_complex_cumprod_through_an_infinity_pinned():
+    # The first element of a cumprod is the first input. CPU multiplies it by
+    # 1 + 0i first, naively: (1 + 0i)(1 + inf i) is NaN + inf i. tpu's scan
+    # gives NaN + NaN i from the first non-finite element on; C99's Annex G
+    # would keep infinities. Neither side is C99: tpu's is pinned here.
+    z = torch.complex(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([float("inf"), 1.0, 0.0]))
+    got = torch.cumprod(z.to("tpu"), 0).cpu()
+    assert got.real.isnan().all() and got.imag.isnan().all()
+    # finite inputs agree with CPU
+    w = torch.complex(torch.randn(6), torch.randn(6))
+    torch.testing.assert_close(torch.cumprod(w.to("tpu"), 0).cpu(), torch.cumprod(w, 0),
+                               rtol=1e-5, atol=1e-5)
