@@ -200,8 +200,17 @@ using PairRef = std::tuple<Tensor&, Tensor&>;
 Tensor glu(const Tensor& self, int64_t dim) {
   Tensor m = meta_or_cpu([&] { return at::meta::glu(to_meta(self), dim); },
                          [&] { at::glu(self.cpu(), dim); });
-  return run_outs("aten::glu", {&self}, {m},
-             {to_tpj_dtype(accumulator(self.scalar_type())), wrap_dim0(dim, self)})[0];
+  // CPU's glu is a TensorIterator over the two halves: its result keeps
+  // self's memory order (channels_last, permuted). Computed on self permuted
+  // into that order, and viewed back: no copy.
+  InLayout lay(m);
+  int64_t d = lay.dim(wrap_dim0(dim, self));
+  Tensor xp = lay.in(self);
+  at::DimVector sizes(xp.sizes());
+  if (!sizes.empty()) sizes[d] /= 2;
+  Tensor mp = at::empty(sizes, m.options());
+  return lay.out(run_outs("aten::glu", {&xp}, {mp},
+                          {to_tpj_dtype(accumulator(self.scalar_type())), d})[0]);
 }
 
 Tensor glu_backward(const Tensor& grad, const Tensor& self, int64_t dim) {
@@ -221,8 +230,20 @@ Pair prelu_backward(const Tensor& grad, const Tensor& self, const Tensor& weight
   Pair m = meta_or_cpu(
       [&] { return at::_prelu_kernel_backward(to_meta(grad), to_meta(self), to_meta(weight)); },
       [&] { at::_prelu_kernel_backward(grad.cpu(), self.cpu(), weight.cpu()); });
-  auto o = run_outs("aten::_prelu_kernel_backward", {&grad, &self, &weight},
-               {std::get<0>(m), std::get<1>(m)}, {});
+  // CPU's kernel is a TensorIterator whose first operand is self: both
+  // results come out in self's memory order (channels_last, permuted).
+  // Computed on the operands permuted into that order, and viewed back.
+  const Tensor& gi = std::get<0>(m);
+  const Tensor& gw = std::get<1>(m);
+  InLayout lay(at::empty_like(to_meta(self)));
+  if (lay.active && grad.dim() == self.dim() && weight.dim() == self.dim() &&
+      gi.sizes() == self.sizes() && gw.sizes() == self.sizes()) {
+    Tensor g = lay.in(grad), x = lay.in(self), w = lay.in(weight);
+    Tensor mp = at::empty(x.sizes(), gi.options());
+    auto o = run_outs("aten::_prelu_kernel_backward", {&g, &x, &w}, {mp, mp}, {});
+    return {lay.out(o[0]), lay.out(o[1])};
+  }
+  auto o = run_outs("aten::_prelu_kernel_backward", {&grad, &self, &weight}, {gi, gw}, {});
   return {o[0], o[1]};
 }
 }  // namespace

@@ -441,3 +441,22 @@ def test_flip_sort_of_3d_permuted_and_sliced_like_cpu():
     y = torch.arange(24.0).view(2, 3, 4).permute(2, 0, 1)[::2]
     for f in (lambda v: v.flip(0), lambda v: v.sort(1)[0], lambda v: v.sort(2)[1]):
         same_layout(f(y.to("tpu")), f(y))
+
+
+@pytest.mark.parametrize("layout", [k for k in LAYOUTS_4D if k not in ("expanded", "sliced", "sliced_t")])
+def test_glu_and_prelu_forward_backward_layout_like_cpu(layout):
+    # glu is a TensorIterator over self's two halves, prelu's backward an
+    # elementwise kernel: CPU keeps self's memory order in both
+    c, t = pair(LAYOUTS_4D[layout], shape=(2, 4, 6, 4))
+    for dim in (1, 2, -1):
+        same_layout(F.glu(t, dim), F.glu(c, dim), f"glu({dim}) of {layout}")
+    w_c = torch.linspace(-0.5, 1.5, c.shape[1])
+    outs = {}
+    for name, x in (("cpu", c), ("tpu", t)):
+        x = x.detach().requires_grad_()
+        w = w_c.to(x.device).requires_grad_()
+        y = F.prelu(x, w)
+        g = torch.linspace(-1, 1, y.numel()).view(y.shape).to(x.device)
+        outs[name] = (y,) + torch.autograd.grad(y, (x, w), g)
+    for got, want, what in zip(outs["tpu"], outs["cpu"], ("prelu", "grad_input", "grad_weight")):
+        same_layout(got, want, f"{what} of {layout}")
