@@ -165,6 +165,17 @@ at::Tensor copy_from_lazy_bits(const at::Tensor& self, const at::Tensor& dst, bo
     return h.resolve_conj().resolve_neg();
   };
   at::Tensor src_plain = plain(self);
+  if (!src_plain.device().is_cpu() && !dst.device().is_cpu()) {
+    // tpu to tpu: the bits are applied by device ops (conj_physical, neg),
+    // which a compiled graph can record; the host is not involved. Writing
+    // into a view that reads as conj/neg of its storage stores the inverse,
+    // which is the same conj/neg again.
+    at::Tensor v = src_plain;
+    if (self.is_conj() != dst.is_conj()) v = at::conj_physical(v);
+    if (self.is_neg() != dst.is_neg()) v = at::neg(v);
+    copy_from(v, plain(dst), non_blocking);
+    return dst;
+  }
   at::Tensor host = src_plain.device().is_cpu() ? src_plain.clone() : to_host(src_plain);
   host = resolve_host(host, self.is_conj(), self.is_neg());
   if (dst.device().is_cpu()) {
