@@ -94,7 +94,15 @@ void copy_device_to_device(at::Tensor src, const at::Tensor& dst) {
   tpj_box_set_buffer(box_for_write(dst), buffer_of(s).release());
 }
 
+at::Tensor copy_from_lazy_bits(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  // The Conjugate/Negative keys send copies with lazy bits to
+  // copy_from_lazy_bits, but not when a TorchDispatchMode is active
+  // (torch.compile's runtime wrapper is one): the copy reaches this kernel
+  // with the bits still set, and reading the stored values would drop them.
+  if (self.is_conj() || self.is_neg() || dst.is_conj() || dst.is_neg())
+    return copy_from_lazy_bits(self, dst, non_blocking);
   // Host-to-device copies from pinned memory honour non_blocking; the others
   // complete before returning, which is always correct.
   check_supported(self, "copy_");

@@ -471,3 +471,15 @@ def test_compiled_index_check_surfaces_at_synchronize():
     with pytest.raises(RuntimeError, match="device-side check"):
         torch.tpu.synchronize()
     torch.tpu.synchronize()  # once
+
+
+def test_conj_views_in_a_compiled_function_match_cpu():
+    # AOTAutograd runs the graph under a dispatch mode, where a copy from a
+    # conj view reached the tpu kernel with the bit set (it gave the
+    # unconjugated values; test_transfers has the eager form)
+    x = torch.randn(3, 4, dtype=torch.complex64)
+    t = x.to("tpu")
+    for fn in (lambda a: torch.conj(a).clone(), lambda a: torch.conj(a) * 2,
+               lambda a: (torch.conj(a) + a).imag):
+        f = torch.compile(fn, backend="tpu")
+        torch.testing.assert_close(f(t).cpu(), fn(x), rtol=1e-6, atol=1e-6)
