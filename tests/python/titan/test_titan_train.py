@@ -90,3 +90,18 @@ def test_qwen3_trains_single_process(config, titan_assets, tmp_path):
     losses = _losses(steps)
     assert all(math.isfinite(x) for x in losses)
     assert losses[-1] < losses[0] - 0.5, losses
+
+
+def test_llama3_compiled_matches_eager(llama_single, titan_assets, tmp_path_factory,
+                                       seed_checkpoint):
+    """`--compile.enable --compile.backend tpu`: TorchTitan compiles each
+    block with our backend (ComplexRoPE's conj views in the backward graph
+    included); the losses follow the eager run's."""
+    single, _ = llama_single
+    nsteps = 4
+    steps, text = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, "llama1c",
+                             steps=nsteps, args=("--compile.enable", "--compile.backend", "tpu"))
+    assert sorted(steps) == list(range(1, nsteps + 1)), text[-3000:]
+    for s in range(1, nsteps + 1):
+        assert abs(steps[s]["loss"] - single[s]["loss"]) < 2e-3, \
+            (s, steps[s]["loss"], single[s]["loss"])
