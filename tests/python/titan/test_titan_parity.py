@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 import torch_pjrt
 
+pytest.importorskip("torchtitan", reason="torchtitan is not installed (make titan)")
+
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 SEQ, BATCH, STEPS = 32, 2, 3

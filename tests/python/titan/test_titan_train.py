@@ -15,6 +15,7 @@ import shutil
 import pytest
 
 from _run import train
+from _titan_fixtures import titan_assets  # noqa: F401 (fixture; skips without torchtitan)
 
 LLAMA = dict(module="torch_pjrt.titan", config="llama3_debugmodel")
 STEPS = 20

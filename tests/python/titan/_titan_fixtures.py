@@ -1,3 +1,6 @@
+"""The titan tests' shared fixture, imported by each test module (not a
+conftest.py: a second conftest module would take the name `conftest` that
+tests/python's own test files import helpers from)."""
 import pytest
 
 pytest.importorskip("torchtitan", reason="torchtitan is not installed (make titan)")
