@@ -270,7 +270,7 @@ using at::Tensor;
 
 // CPU's kernels take floating inputs only; say so the way they do. An
 // empty input of any dtype is returned before that check (CPU's kernels
-// return first), so the callers return an empty result for it.
+// return first).
 void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   bool last = self.dim() == 0 || d == self.dim() - 1;
@@ -278,13 +278,9 @@ void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
                               last ? "_lastdim_kernel_impl" : "_kernel_impl",
                               "\" not implemented for '", self.scalar_type(), "'");
 }
-
-Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
-  check_softmax_input(self, dim, "softmax");
-  Tensor m = at::meta::_softmax(to_meta(self), dim, half_to_float);
-  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
-  int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-  return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(accumulator(self.scalar_type())), d});
+template <bool kLog>
+void check_softmax(const c10::IValue* v) {
+  check_softmax_input(v[0].toTensor(), v[1].toInt(), kLog ? "log_softmax" : "softmax");
 }
 
 // scaled_dot_product_attention's math path: softmax with all -inf rows
@@ -300,30 +296,18 @@ Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarTyp
   return run_like("aten::_safe_softmax", {&self}, m, {to_tpj_dtype(accumulator(out_dtype)), d});
 }
 
-Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
-  check_softmax_input(self, dim, "log_softmax");
-  Tensor m = at::meta::_log_softmax(to_meta(self), dim, half_to_float);
-  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
-  int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-  return run_like("aten::_log_softmax", {&self}, m,
-                  {to_tpj_dtype(accumulator(self.scalar_type())), d});
-}
-
-Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
-                        at::ScalarType input_dtype) {
-  Tensor m = at::meta::_softmax_backward_data(to_meta(grad), to_meta(output), dim, input_dtype);
-  int64_t d = c10::maybe_wrap_dim(dim, grad.dim());
-  return run_like("aten::_softmax_backward_data", {&grad, &output}, m,
-                  {to_tpj_dtype(accumulator(grad.scalar_type())), d});
-}
-
-Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
-                            at::ScalarType input_dtype) {
-  Tensor m = at::meta::_log_softmax_backward_data(to_meta(grad), to_meta(output), dim, input_dtype);
-  int64_t d = c10::maybe_wrap_dim(dim, grad.dim());
-  return run_like("aten::_log_softmax_backward_data", {&grad, &output}, m,
-                  {to_tpj_dtype(accumulator(grad.scalar_type())), d});
-}
+// softmax and log_softmax over one dim (kDim), their backward too: the
+// compute dtype is the output's accumulator (that of the input, too).
+const BoxedOp kSoftmaxOps[] = {
+    {"_softmax", "aten::_softmax", kDim | kSkipEmpty, nullptr, -1, TPJ_META(_softmax),
+     &check_softmax<false>},
+    {"_log_softmax", "aten::_log_softmax", kDim | kSkipEmpty, nullptr, -1, TPJ_META(_log_softmax),
+     &check_softmax<true>},
+    {"_softmax_backward_data", "aten::_softmax_backward_data", kDim, nullptr, -1,
+     TPJ_META(_softmax_backward_data)},
+    {"_log_softmax_backward_data", "aten::_log_softmax_backward_data", kDim, nullptr, -1,
+     TPJ_META(_log_softmax_backward_data)},
+};
 
 // CPU's kernel refuses an unknown `approximate` (the C++ meta function does
 // not look at it).
@@ -357,11 +341,8 @@ int64_t fused_sdp_choice(const Tensor&, const Tensor&, const Tensor&,
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  m.impl("_softmax", TORCH_FN(softmax));
+  register_boxed(m, kSoftmaxOps);
   m.impl("_safe_softmax", TORCH_FN(safe_softmax));
-  m.impl("_log_softmax", TORCH_FN(log_softmax));
-  m.impl("_softmax_backward_data", TORCH_FN(softmax_backward));
-  m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));
   m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
   m.impl("gelu", TORCH_FN(gelu));
   m.impl("gelu_backward", TORCH_FN(gelu_backward));

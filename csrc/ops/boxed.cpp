@@ -39,7 +39,7 @@ enum class Form { kFunctional, kInplace, kOut };
 enum class Arg : uint8_t {
   kTensor, kScalar, kInt, kBool,
   // kReduce and kLoss rows only
-  kOptTensor, kIntList, kOptIntList, kOptDtype, kFloat, kSymInt,
+  kOptTensor, kIntList, kOptIntList, kDtype, kFloat, kSymInt,
 };
 
 bool integral(ScalarType t) { return c10::isIntegralType(t, /*includeBool=*/true); }
@@ -124,7 +124,7 @@ class BoxedKernel final : public c10::OperatorKernel {
           break;
         case Arg::kIntList:
         case Arg::kOptIntList: dims_at = static_cast<int>(i); break;
-        case Arg::kOptDtype: break;  // the meta function's
+        case Arg::kDtype: break;  // the meta function's
       }
     }
     if (op_.check && !(r & kCheckAfterMeta)) op_.check(v);
@@ -187,6 +187,10 @@ class BoxedKernel final : public c10::OperatorKernel {
       attrs.push_back(bool_at >= 0 && v[bool_at].toBool());
       attrs.push_back(static_cast<int64_t>(dims.size()));
       attrs.append(dims.begin(), dims.end());
+    } else if (r & kDim) {
+      // {compute, dim}
+      attrs.resize(1);
+      attrs.push_back(c10::maybe_wrap_dim(v[int_at].toInt(), ts[0].dim()));
     } else if (r & kLoss) {
       // {compute, reduction, has_weight}
       int64_t reduction = v[int_at].toInt();
@@ -239,7 +243,7 @@ class BoxedKernel final : public c10::OperatorKernel {
     if (out.numel() == 0 && (r & kSkipEmpty)) return out;
     for (const Tensor& t : ts) add_operand(a, t, dev.index());
     for (const Scalar& s : scalars) a.scalar(s, sd, dev.index());
-    if (r & (kReduce | kLoss)) run_op(op, dev.index(), a, attrs, {out});
+    if (r & (kReduce | kLoss | kDim)) run_op(op, dev.index(), a, attrs, {out});
     else run_pointwise(op, dev.index(), a, attrs, {out});
     return out;
   }
@@ -291,7 +295,7 @@ bool is_int_list(const c10::TypePtr& t) {
 }
 
 // The kind of an argument of schema type t; false when the kernel cannot
-// pass it (the attribute kinds only with kReduce or kLoss).
+// pass it (the attribute kinds only with kReduce, kLoss or kDim).
 bool arg_kind(const c10::TypePtr& t, bool attrs, Arg* out) {
   switch (t->kind()) {
     case c10::TypeKind::TensorType: *out = Arg::kTensor; return true;
@@ -303,12 +307,13 @@ bool arg_kind(const c10::TypePtr& t, bool attrs, Arg* out) {
   if (!attrs) return false;
   if (t->kind() == c10::TypeKind::FloatType) *out = Arg::kFloat;
   else if (t->kind() == c10::TypeKind::SymIntType) *out = Arg::kSymInt;
+  else if (t->kind() == c10::TypeKind::ScalarTypeType) *out = Arg::kDtype;
   else if (is_int_list(t)) *out = Arg::kIntList;
   else if (t->kind() != c10::TypeKind::OptionalType) return false;
   else {
     const c10::TypePtr& e = t->castRaw<c10::OptionalType>()->getElementType();
     if (e->kind() == c10::TypeKind::TensorType) *out = Arg::kOptTensor;
-    else if (e->kind() == c10::TypeKind::ScalarTypeType) *out = Arg::kOptDtype;
+    else if (e->kind() == c10::TypeKind::ScalarTypeType) *out = Arg::kDtype;
     else if (is_int_list(e)) *out = Arg::kOptIntList;
     else return false;
   }
@@ -320,7 +325,7 @@ std::vector<Arg> arg_kinds(const c10::FunctionSchema& s, uint32_t rules) {
   std::vector<Arg> kinds;
   for (const c10::Argument& a : s.arguments()) {
     Arg k;
-    TORCH_INTERNAL_ASSERT(arg_kind(a.real_type(), rules & (kReduce | kLoss), &k), "boxed glue: ",
+    TORCH_INTERNAL_ASSERT(arg_kind(a.real_type(), rules & (kReduce | kLoss | kDim), &k), "boxed glue: ",
                           s.name(), " has argument ", a.name(), " of a type it does not pass");
     kinds.push_back(k);
   }

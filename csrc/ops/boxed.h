@@ -71,7 +71,7 @@ enum BoxedRule : uint32_t {
   // complex inputs" (floor, ceil, trunc)
   kNoComplexByName = 1u << 23,
   // Not elementwise: the lowering computes in logical order (run_op) and
-  // reads one of two attribute layouts instead of {compute dtype, [attr],
+  // reads one of these attribute layouts instead of {compute dtype, [attr],
   // ints and bools in schema order}:
   // kReduce: {compute, keepdim, n, dims...}: the dims are the schema's int
   // list (absent or empty: all) or its int (one dim), wrapped and sorted;
@@ -87,6 +87,9 @@ enum BoxedRule : uint32_t {
   kBroadcastCheck = 1u << 26,
   // the row's check runs after the meta function (its errors come first)
   kCheckAfterMeta = 1u << 27,
+  // kDim: {compute, dim}: the schema's int, wrapped against the first
+  // tensor (0 for a 0-d one); not elementwise, as kReduce
+  kDim = 1u << 28,
 };
 
 // An op's meta function on the functional arguments (tensors as meta
@@ -133,8 +136,8 @@ at::Tensor meta_fn(c10::IValue* v) {
 // Registers each op (and its forms) in m (a TORCH_LIBRARY_IMPL(aten,
 // PrivateUse1) block). Checks each lowering is in the C table and each
 // schema has only arguments the kernel knows (Tensor, Scalar, int, bool;
-// with kReduce or kLoss also Tensor?, int[], int[]?, ScalarType?, float,
-// SymInt).
+// with kReduce, kLoss or kDim also Tensor?, int[], int[]?, ScalarType(?),
+// float, SymInt).
 void register_boxed(torch::Library& m, const BoxedOp* ops, size_t n);
 
 // Integer division by zero raises on CPU; XLA would give a silent value.
