@@ -226,10 +226,12 @@ class BoxedKernel final : public c10::OperatorKernel {
     }
     if ((r & kNoHalf) && (out_t == at::kHalf || out_t == at::kBFloat16))
       refuse(op_.cpu_kernel, out_t);
-    if (r & (kComplexOnCpu | kDoubleOnly)) {
+    if (r & (kComplexOnCpu | kDoubleOnly | kNonFloatingOnCpu)) {
       ScalarType t = ts.size() == 1 ? ts[0].scalar_type() : promoted(ts);
-      if (((r & kComplexOnCpu) && c10::isComplexType(t)) || ((r & kDoubleOnly) && out_t != at::kDouble))
-        return on_cpu(v, t, dev);
+      if (((r & kComplexOnCpu) && c10::isComplexType(t)) ||
+          ((r & kDoubleOnly) && out_t != at::kDouble) ||
+          ((r & kNonFloatingOnCpu) && !(c10::isFloatingType(t) && c10::isFloatingType(out_t))))
+        return on_cpu(v, (r & kNonFloatingOnCpu) ? out_t : t, dev);
     }
     if ((r & kCheckDivisor) && integral(out_t) && ts[0].numel() > 0) check_divisor(ts[1]);
 
@@ -272,13 +274,14 @@ class BoxedKernel final : public c10::OperatorKernel {
     }
   }
 
-  // CPU's kernel on CPU copies (counted), its result back on dev.
+  // CPU's kernel on CPU copies, its result back on dev; counted once it
+  // ran (a call CPU refuses raises CPU's error, with no fallback warning).
   Tensor on_cpu(const c10::IValue* v, ScalarType t, c10::Device dev) {
-    dtype_fallback(op_.lowering, t);
     Stack c(v, v + args_.size());
     for (size_t i = 0; i < args_.size(); ++i)
       if (c[i].isTensor() && c[i].toTensor().defined()) c[i] = c[i].toTensor().cpu();
     fn_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &c);
+    dtype_fallback(op_.lowering, t);
     return c[0].toTensor().to(dev);
   }
 

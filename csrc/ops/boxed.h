@@ -90,6 +90,10 @@ enum BoxedRule : uint32_t {
   // kDim: {compute, dim}: the schema's int, wrapped against the first
   // tensor (0 for a 0-d one); not elementwise, as kReduce
   kDim = 1u << 28,
+  // CPU's kernel (counted) when the operands' promoted dtype or the output's
+  // is not floating: it computes in the operands' dtype and raises its own
+  // error for integers, where the meta function would promote (igamma)
+  kNonFloatingOnCpu = 1u << 29,
 };
 
 // An op's meta function on the functional arguments (tensors as meta
