@@ -1,10 +1,12 @@
 // One boxed kernel for every overload whose glue would only forward its
 // arguments to a C lowering: tensors (and wrapped numbers) become operands,
-// ints and bools attributes, the output comes from PyTorch's meta function
-// (or, where that is slow or missing, a named shape rule), and a few rule
-// flags carry what CPU's kernels refuse. A family lists its overloads in a
-// table of BoxedOp; register_boxed registers each, with its in-place and
-// out= forms, against one functor. See docs/ARCHITECTURE.md, "Boxed glue".
+// ints and bools attributes (or one of the reduction, loss and dim
+// layouts), the output comes from PyTorch's meta function (or, where that
+// is slow or missing, a named shape rule), and a few rule flags and an
+// optional check carry what CPU's kernels refuse. A family lists its
+// overloads in a table of BoxedOp; register_boxed registers each, with its
+// in-place and out= forms, against one functor. See docs/ARCHITECTURE.md,
+// "Boxed glue".
 #ifndef TORCH_PJRT_BOXED_H_
 #define TORCH_PJRT_BOXED_H_
 
