@@ -4,10 +4,9 @@
 // softshrink, threshold, softmax / log_softmax / _safe_softmax, and the
 // backward ops autograd emits for them (and for tanh and sigmoid); also
 // _fused_sdp_choice, which sends scaled_dot_product_attention to its math
-// path (softmax). The elementwise ops and their backward are rows of the
-// boxed table below (boxed.h); what is written out has rules of its own
-// (hardtanh's bool message, the in-place slope checks of leaky_relu and elu
-// backward, gelu's approximate string, dims, several outputs). Shapes and
+// path (softmax). The elementwise ops and their backward, and softmax, are
+// rows of the boxed tables below (boxed.h); what is written out has rules
+// of its own (gelu's approximate string, glu's layout, several outputs). Shapes and
 // dtypes come from the meta functions; the numeric parameters travel as
 // runtime scalars in the compute dtype.
 #include <ATen/MetaFunctions.h>
@@ -62,35 +61,23 @@ Tensor run_act(const char* op, std::initializer_list<const Tensor*> ts, const Te
   return out;
 }
 
-Tensor hardtanh(const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  TORCH_CHECK(x.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  // The output is shaped and typed like x; PyTorch's meta kernel for
-  // hardtanh is a Python decomposition costing about 1 ms a call.
-  return run_act("aten::hardtanh", {&x}, to_meta(x), {lo, hi});
+// CPU's checks in CPU's words (the meta functions do not make them).
+void check_hardtanh(const c10::IValue* v) {
+  TORCH_CHECK(v[0].toTensor().scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
 }
-Tensor leaky_relu_backward(const Tensor& g, const Tensor& x, const Scalar& slope,
-                           bool self_is_result) {
-  // CPU's check (the meta function does not make it)
-  TORCH_CHECK(!self_is_result || slope.to<double>() >= 0.0,
+void check_leaky_relu_backward(const c10::IValue* v) {
+  TORCH_CHECK(!v[3].toBool() || v[2].toScalar().to<double>() >= 0.0,
               "In-place leakyReLu backward calculation is triggered with a negative slope which "
               "is not supported. This is caused by calling in-place forward function with a "
               "negative slope, please call out-of-place version instead. File an issue at "
               "https://github.com/pytorch/pytorch if you do require supporting in-place "
               "leakRelu backward calculation with negative slope");
-  check_floating(x, "leaky_relu_backward_cpu");
-  return run_act("aten::leaky_relu_backward", {&g, &x},
-                 at::meta::leaky_relu_backward(to_meta(g), to_meta(x), slope, self_is_result), {slope});
 }
-
-Tensor elu_backward(const Tensor& g, const Scalar& alpha, const Scalar& scale,
-                    const Scalar& iscale, bool is_result, const Tensor& x) {
-  TORCH_CHECK(!is_result || alpha.to<double>() >= 0.0,
+void check_elu_backward(const c10::IValue* v) {
+  TORCH_CHECK(!v[4].toBool() || v[1].toScalar().to<double>() >= 0.0,
               "In-place elu backward calculation is triggered with a negative slope which is not "
               "supported. This is caused by calling in-place forward function with a negative "
               "slope, please call out-of-place version instead.");
-  check_floating(x, "elu_backward_cpu");
-  Tensor m = at::meta::elu_backward(to_meta(g), alpha, scale, iscale, is_result, to_meta(x));
-  return run_act("aten::elu_backward", {&g, &x}, m, {alpha, scale, iscale}, {is_result});
 }
 
 std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {
@@ -110,19 +97,6 @@ Tensor log_sigmoid_backward(const Tensor& g, const Tensor& x, const Tensor& buff
   (void)buffer;  // the lowering recomputes exp(-|x|) instead of reading it
   check_floating(x, "log_sigmoid_backward_cpu");
   return run_act("aten::log_sigmoid_backward", {&g, &x}, at::empty_like(to_meta(x)), {});
-}
-
-// In-place: compute, then write into self (shares the buffer when self is a
-// whole storage). out=: resize like CPU, then write.
-template <typename F>
-Tensor& in_place(Tensor& self, const char* op, F&& f) {
-  assign_result(self, f(self), op);
-  return self;
-}
-Tensor& out_of(Tensor& out, const Tensor& r, const char* op) {
-  at::native::resize_output(out, r.sizes());
-  assign_result(out, r, op);
-  return out;
 }
 
 // The rows of the boxed table (boxed.h). Numeric parameters are runtime
@@ -145,6 +119,12 @@ const BoxedOp kActivationOps[] = {
     {"hardswish_backward", "aten::hardswish_backward", kFloatingInput | kLikeInput,
      "hardswish_backward_cpu", -1},
     {"mish_backward", "aten::mish_backward", kFloatingInput | kLikeInput, "mish_backward_cpu", -1},
+    {"hardtanh", "aten::hardtanh", kForms | kLikeInput | kRuntimeScalars, nullptr, -1, nullptr,
+     &check_hardtanh},
+    {"leaky_relu_backward", "aten::leaky_relu_backward", kAct, "leaky_relu_backward_cpu", -1,
+     TPJ_META(leaky_relu_backward), &check_leaky_relu_backward},
+    {"elu_backward", "aten::elu_backward", kAct, "elu_backward_cpu", -1, TPJ_META(elu_backward),
+     &check_elu_backward},
     TPJ_BOXED(leaky_relu, kForms | kAct, "leaky_relu_cpu", -1),
     TPJ_BOXED(elu, kForms | kAct, "elu_cpu", -1),
     TPJ_BOXED(softplus, kOut | kAct, "softplus_cpu", -1),
@@ -176,14 +156,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using at::Scalar;
   using at::Tensor;
   register_boxed(m, kActivationOps);
-  m.impl("hardtanh", TORCH_FN(hardtanh));
-  m.impl("hardtanh_", [](Tensor& s, const Scalar& lo, const Scalar& hi) -> Tensor& {
-    return in_place(s, "aten::hardtanh_", [&](const Tensor& x) { return torch_pjrt::hardtanh(x, lo, hi); });
-  });
-  m.impl("hardtanh.out", [](const Tensor& s, const Scalar& lo, const Scalar& hi, Tensor& o)
-                             -> Tensor& { return out_of(o, torch_pjrt::hardtanh(s, lo, hi), "hardtanh"); });
-  m.impl("leaky_relu_backward", TORCH_FN(leaky_relu_backward));
-  m.impl("elu_backward", TORCH_FN(elu_backward));
   m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward));
   m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward));
 }
@@ -270,7 +242,7 @@ using at::Tensor;
 
 // CPU's kernels take floating inputs only; say so the way they do. An
 // empty input of any dtype is returned before that check (CPU's kernels
-// return first), so the callers return an empty result for it.
+// return first).
 void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   bool last = self.dim() == 0 || d == self.dim() - 1;
@@ -278,13 +250,9 @@ void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
                               last ? "_lastdim_kernel_impl" : "_kernel_impl",
                               "\" not implemented for '", self.scalar_type(), "'");
 }
-
-Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
-  check_softmax_input(self, dim, "softmax");
-  Tensor m = at::meta::_softmax(to_meta(self), dim, half_to_float);
-  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
-  int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-  return run_like("aten::_softmax", {&self}, m, {to_tpj_dtype(accumulator(self.scalar_type())), d});
+template <bool kLog>
+void check_softmax(const c10::IValue* v) {
+  check_softmax_input(v[0].toTensor(), v[1].toInt(), kLog ? "log_softmax" : "softmax");
 }
 
 // scaled_dot_product_attention's math path: softmax with all -inf rows
@@ -300,30 +268,18 @@ Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarTyp
   return run_like("aten::_safe_softmax", {&self}, m, {to_tpj_dtype(accumulator(out_dtype)), d});
 }
 
-Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
-  check_softmax_input(self, dim, "log_softmax");
-  Tensor m = at::meta::_log_softmax(to_meta(self), dim, half_to_float);
-  if (self.numel() == 0) return at::empty(m.sizes(), m.options().device(self.device()));
-  int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-  return run_like("aten::_log_softmax", {&self}, m,
-                  {to_tpj_dtype(accumulator(self.scalar_type())), d});
-}
-
-Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
-                        at::ScalarType input_dtype) {
-  Tensor m = at::meta::_softmax_backward_data(to_meta(grad), to_meta(output), dim, input_dtype);
-  int64_t d = c10::maybe_wrap_dim(dim, grad.dim());
-  return run_like("aten::_softmax_backward_data", {&grad, &output}, m,
-                  {to_tpj_dtype(accumulator(grad.scalar_type())), d});
-}
-
-Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
-                            at::ScalarType input_dtype) {
-  Tensor m = at::meta::_log_softmax_backward_data(to_meta(grad), to_meta(output), dim, input_dtype);
-  int64_t d = c10::maybe_wrap_dim(dim, grad.dim());
-  return run_like("aten::_log_softmax_backward_data", {&grad, &output}, m,
-                  {to_tpj_dtype(accumulator(grad.scalar_type())), d});
-}
+// softmax and log_softmax over one dim (kDim), their backward too: the
+// compute dtype is the output's accumulator (that of the input, too).
+const BoxedOp kSoftmaxOps[] = {
+    {"_softmax", "aten::_softmax", kDim | kSkipEmpty, nullptr, -1, TPJ_META(_softmax),
+     &check_softmax<false>},
+    {"_log_softmax", "aten::_log_softmax", kDim | kSkipEmpty, nullptr, -1, TPJ_META(_log_softmax),
+     &check_softmax<true>},
+    {"_softmax_backward_data", "aten::_softmax_backward_data", kDim, nullptr, -1,
+     TPJ_META(_softmax_backward_data)},
+    {"_log_softmax_backward_data", "aten::_log_softmax_backward_data", kDim, nullptr, -1,
+     TPJ_META(_log_softmax_backward_data)},
+};
 
 // CPU's kernel refuses an unknown `approximate` (the C++ meta function does
 // not look at it).
@@ -357,11 +313,8 @@ int64_t fused_sdp_choice(const Tensor&, const Tensor&, const Tensor&,
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  m.impl("_softmax", TORCH_FN(softmax));
+  register_boxed(m, kSoftmaxOps);
   m.impl("_safe_softmax", TORCH_FN(safe_softmax));
-  m.impl("_log_softmax", TORCH_FN(log_softmax));
-  m.impl("_softmax_backward_data", TORCH_FN(softmax_backward));
-  m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));
   m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
   m.impl("gelu", TORCH_FN(gelu));
   m.impl("gelu_backward", TORCH_FN(gelu_backward));

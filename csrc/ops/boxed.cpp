@@ -36,7 +36,11 @@ using at::Tensor;
 using Stack = torch::jit::Stack;
 
 enum class Form { kFunctional, kInplace, kOut };
-enum class Arg : uint8_t { kTensor, kScalar, kInt, kBool };
+enum class Arg : uint8_t {
+  kTensor, kScalar, kInt, kBool,
+  // kReduce and kLoss rows only
+  kOptTensor, kIntList, kOptIntList, kDtype, kFloat, kSymInt,
+};
 
 bool integral(ScalarType t) { return c10::isIntegralType(t, /*includeBool=*/true); }
 
@@ -85,21 +89,45 @@ class BoxedKernel final : public c10::OperatorKernel {
   Tensor functional(const c10::IValue* v) {
     const uint32_t r = op_.rules;
     const char* op = op_.lowering;
-    c10::SmallVector<Tensor, 3> ts;
+    c10::SmallVector<Tensor, 4> ts;
     c10::SmallVector<Scalar, 3> scalars;
     c10::SmallVector<int64_t, 4> attrs{0};
     if (op_.attr >= 0) attrs.push_back(op_.attr);
+    // kReduce / kLoss: the arguments their attribute layouts name
+    int dims_at = -1, int_at = -1, bool_at = -1;
+    bool has_opt = false;
     for (size_t i = 0; i < args_.size(); ++i) {
       switch (args_[i]) {
         case Arg::kTensor: ts.push_back(v[i].toTensor()); break;
+        case Arg::kOptTensor:
+          if (v[i].isTensor() && v[i].toTensor().defined()) {
+            ts.push_back(v[i].toTensor());
+            has_opt = true;
+          }
+          break;
         case Arg::kScalar:
           if (r & kRuntimeScalars) scalars.push_back(v[i].toScalar());
           else ts.push_back(wrap_scalar(v[i].toScalar()));
           break;
-        case Arg::kInt: attrs.push_back(v[i].toInt()); break;
-        case Arg::kBool: attrs.push_back(v[i].toBool()); break;
+        case Arg::kFloat: scalars.push_back(v[i].toDouble()); break;
+        case Arg::kInt:
+          if (int_at < 0) int_at = static_cast<int>(i);
+          attrs.push_back(v[i].toInt());
+          break;
+        case Arg::kSymInt:
+          if (int_at < 0) int_at = static_cast<int>(i);
+          attrs.push_back(v[i].toSymInt().expect_int());
+          break;
+        case Arg::kBool:
+          if (bool_at < 0) bool_at = static_cast<int>(i);
+          attrs.push_back(v[i].toBool());
+          break;
+        case Arg::kIntList:
+        case Arg::kOptIntList: dims_at = static_cast<int>(i); break;
+        case Arg::kDtype: break;  // the meta function's
       }
     }
+    if (op_.check && !(r & kCheckAfterMeta)) op_.check(v);
     for (const Tensor& t : ts) check_supported(t, op);
     c10::Device dev = operands_device(op, ts);
     if (form_ != Form::kFunctional) {
@@ -110,6 +138,7 @@ class BoxedKernel final : public c10::OperatorKernel {
         if (!(ts[i].device().is_cpu() && ts[i].dim() == 0)) in.push_back(&ts[i]);
       check_overlap(dst, in);
     }
+    if (r & kBroadcastCheck) (void)at::infer_size(ts[0].sizes(), ts[1].sizes());
 
     // the output's sizes and dtype
     std::vector<int64_t> sizes;
@@ -128,7 +157,7 @@ class BoxedKernel final : public c10::OperatorKernel {
     } else {
       Stack m(v, v + args_.size());
       for (size_t i = 0; i < args_.size(); ++i)
-        if (args_[i] == Arg::kTensor) m[i] = meta_like(m[i].toTensor());
+        if (m[i].isTensor() && m[i].toTensor().defined()) m[i] = meta_like(m[i].toTensor());
       Tensor meta;
       if (op_.meta) {
         meta = op_.meta(m.data());
@@ -138,6 +167,38 @@ class BoxedKernel final : public c10::OperatorKernel {
       }
       sizes = meta.sizes().vec();
       out_t = meta.scalar_type();
+    }
+    if (op_.check && (r & kCheckAfterMeta)) op_.check(v);
+    if (r & kReduce) {
+      // {compute, keepdim, n, dims...}
+      const Tensor& self = ts[0];
+      std::vector<int64_t> dims;
+      if (dims_at >= 0 && !v[dims_at].isNone()) {
+        std::vector<int64_t> named = v[dims_at].toIntVector();
+        dims = reduced_dims(self, named);
+      } else if (dims_at >= 0) {
+        dims = reduced_dims(self, std::nullopt);
+      } else if (int_at >= 0) {
+        if (self.dim() > 0) dims.push_back(c10::maybe_wrap_dim(v[int_at].toInt(), self.dim()));
+      } else {
+        dims = reduced_dims(self, std::nullopt);
+      }
+      attrs.resize(1);
+      attrs.push_back(bool_at >= 0 && v[bool_at].toBool());
+      attrs.push_back(static_cast<int64_t>(dims.size()));
+      attrs.append(dims.begin(), dims.end());
+    } else if (r & kDim) {
+      // {compute, dim}
+      attrs.resize(1);
+      attrs.push_back(c10::maybe_wrap_dim(v[int_at].toInt(), ts[0].dim()));
+    } else if (r & kLoss) {
+      // {compute, reduction, has_weight}
+      int64_t reduction = v[int_at].toInt();
+      TORCH_CHECK(reduction >= 0 && reduction <= 2, op, ": ", reduction,
+                  " is not a valid value for reduction");
+      attrs.resize(1);
+      attrs.push_back(reduction);
+      attrs.push_back(has_opt);
     }
 
     // TensorIterator checks that the result casts to an in-place op's self
@@ -165,8 +226,13 @@ class BoxedKernel final : public c10::OperatorKernel {
     }
     if ((r & kNoHalf) && (out_t == at::kHalf || out_t == at::kBFloat16))
       refuse(op_.cpu_kernel, out_t);
-    if (((r & kComplexOnCpu) && ts[0].is_complex()) || ((r & kDoubleOnly) && out_t != at::kDouble))
-      return on_cpu(v, ts[0].scalar_type(), dev);
+    if (r & (kComplexOnCpu | kDoubleOnly | kNonFloatingOnCpu)) {
+      ScalarType t = ts.size() == 1 ? ts[0].scalar_type() : promoted(ts);
+      if (((r & kComplexOnCpu) && c10::isComplexType(t)) ||
+          ((r & kDoubleOnly) && out_t != at::kDouble) ||
+          ((r & kNonFloatingOnCpu) && !(c10::isFloatingType(t) && c10::isFloatingType(out_t))))
+        return on_cpu(v, (r & kNonFloatingOnCpu) ? out_t : t, dev);
+    }
     if ((r & kCheckDivisor) && integral(out_t) && ts[0].numel() > 0) check_divisor(ts[1]);
 
     ScalarType cd = (r & kExactCompute) ? out_t
@@ -179,22 +245,24 @@ class BoxedKernel final : public c10::OperatorKernel {
     if (out.numel() == 0 && (r & kSkipEmpty)) return out;
     for (const Tensor& t : ts) add_operand(a, t, dev.index());
     for (const Scalar& s : scalars) a.scalar(s, sd, dev.index());
-    run_pointwise(op, dev.index(), a, attrs, {out});
+    if (r & (kReduce | kLoss | kDim)) run_op(op, dev.index(), a, attrs, {out});
+    else run_pointwise(op, dev.index(), a, attrs, {out});
     return out;
   }
 
-  static ScalarType promoted(const c10::SmallVector<Tensor, 3>& ts) {
+  static ScalarType promoted(const c10::SmallVector<Tensor, 4>& ts) {
     if (ts.size() == 2) return at::result_type(ts[0], ts[1]);
     at::native::ResultTypeState s;
     for (const Tensor& t : ts) s = at::native::update_result_type_state(t, s);
     return at::native::result_type(s);
   }
 
-  static c10::Device operands_device(const char* op, const c10::SmallVector<Tensor, 3>& ts) {
+  static c10::Device operands_device(const char* op, const c10::SmallVector<Tensor, 4>& ts) {
     switch (ts.size()) {
       case 1: return common_device(op, {&ts[0]});
       case 2: return common_device(op, {&ts[0], &ts[1]});
-      default: return common_device(op, {&ts[0], &ts[1], &ts[2]});
+      case 3: return common_device(op, {&ts[0], &ts[1], &ts[2]});
+      default: return common_device(op, {&ts[0], &ts[1], &ts[2], &ts[3]});
     }
   }
 
@@ -206,13 +274,14 @@ class BoxedKernel final : public c10::OperatorKernel {
     }
   }
 
-  // CPU's kernel on CPU copies (counted), its result back on dev.
+  // CPU's kernel on CPU copies, its result back on dev; counted once it
+  // ran (a call CPU refuses raises CPU's error, with no fallback warning).
   Tensor on_cpu(const c10::IValue* v, ScalarType t, c10::Device dev) {
-    dtype_fallback(op_.lowering, t);
     Stack c(v, v + args_.size());
     for (size_t i = 0; i < args_.size(); ++i)
-      if (args_[i] == Arg::kTensor) c[i] = c[i].toTensor().cpu();
+      if (c[i].isTensor() && c[i].toTensor().defined()) c[i] = c[i].toTensor().cpu();
     fn_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &c);
+    dtype_fallback(op_.lowering, t);
     return c[0].toTensor().to(dev);
   }
 
@@ -223,24 +292,51 @@ class BoxedKernel final : public c10::OperatorKernel {
   const std::string base_;       // "bitwise_and": names in assign_result's errors
 };
 
+bool is_int_list(const c10::TypePtr& t) {
+  return t->kind() == c10::TypeKind::ListType &&
+         t->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::IntType;
+}
+
+// The kind of an argument of schema type t; false when the kernel cannot
+// pass it (the attribute kinds only with kReduce, kLoss or kDim).
+bool arg_kind(const c10::TypePtr& t, bool attrs, Arg* out) {
+  switch (t->kind()) {
+    case c10::TypeKind::TensorType: *out = Arg::kTensor; return true;
+    case c10::TypeKind::NumberType: *out = Arg::kScalar; return true;
+    case c10::TypeKind::IntType: *out = Arg::kInt; return true;
+    case c10::TypeKind::BoolType: *out = Arg::kBool; return true;
+    default: break;
+  }
+  if (!attrs) return false;
+  if (t->kind() == c10::TypeKind::FloatType) *out = Arg::kFloat;
+  else if (t->kind() == c10::TypeKind::SymIntType) *out = Arg::kSymInt;
+  else if (t->kind() == c10::TypeKind::ScalarTypeType) *out = Arg::kDtype;
+  else if (is_int_list(t)) *out = Arg::kIntList;
+  else if (t->kind() != c10::TypeKind::OptionalType) return false;
+  else {
+    const c10::TypePtr& e = t->castRaw<c10::OptionalType>()->getElementType();
+    if (e->kind() == c10::TypeKind::TensorType) *out = Arg::kOptTensor;
+    else if (e->kind() == c10::TypeKind::ScalarTypeType) *out = Arg::kDtype;
+    else if (is_int_list(e)) *out = Arg::kOptIntList;
+    else return false;
+  }
+  return true;
+}
+
 // The argument kinds of a functional schema; refuses kinds it cannot pass.
 std::vector<Arg> arg_kinds(const c10::FunctionSchema& s, uint32_t rules) {
   std::vector<Arg> kinds;
   for (const c10::Argument& a : s.arguments()) {
-    switch (a.type()->kind()) {
-      case c10::TypeKind::TensorType: kinds.push_back(Arg::kTensor); break;
-      case c10::TypeKind::NumberType: kinds.push_back(Arg::kScalar); break;
-      case c10::TypeKind::IntType: kinds.push_back(Arg::kInt); break;
-      case c10::TypeKind::BoolType: kinds.push_back(Arg::kBool); break;
-      default:
-        TORCH_INTERNAL_ASSERT(false, "boxed glue: ", s.name(), " has argument ", a.name(),
-                              " of a type it does not pass");
-    }
+    Arg k;
+    TORCH_INTERNAL_ASSERT(arg_kind(a.real_type(), rules & (kReduce | kLoss | kDim), &k), "boxed glue: ",
+                          s.name(), " has argument ", a.name(), " of a type it does not pass");
+    kinds.push_back(k);
   }
   int tensors = 0;
   for (Arg k : kinds)
-    tensors += k == Arg::kTensor || (k == Arg::kScalar && !(rules & kRuntimeScalars));
-  TORCH_INTERNAL_ASSERT(tensors >= 1 && tensors <= 3, "boxed glue: ", s.name(), " operands");
+    tensors += k == Arg::kTensor || k == Arg::kOptTensor ||
+               (k == Arg::kScalar && !(rules & kRuntimeScalars));
+  TORCH_INTERNAL_ASSERT(tensors >= 1 && tensors <= 4, "boxed glue: ", s.name(), " operands");
   return kinds;
 }
 

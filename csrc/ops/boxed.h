@@ -1,14 +1,17 @@
 // One boxed kernel for every overload whose glue would only forward its
 // arguments to a C lowering: tensors (and wrapped numbers) become operands,
-// ints and bools attributes, the output comes from PyTorch's meta function
-// (or, where that is slow or missing, a named shape rule), and a few rule
-// flags carry what CPU's kernels refuse. A family lists its overloads in a
-// table of BoxedOp; register_boxed registers each, with its in-place and
-// out= forms, against one functor. See docs/ARCHITECTURE.md, "Boxed glue".
+// ints and bools attributes (or one of the reduction, loss and dim
+// layouts), the output comes from PyTorch's meta function (or, where that
+// is slow or missing, a named shape rule), and a few rule flags and an
+// optional check carry what CPU's kernels refuse. A family lists its
+// overloads in a table of BoxedOp; register_boxed registers each, with its
+// in-place and out= forms, against one functor. See docs/ARCHITECTURE.md,
+// "Boxed glue".
 #ifndef TORCH_PJRT_BOXED_H_
 #define TORCH_PJRT_BOXED_H_
 
 #include <ATen/MetaFunctions.h>
+#include <ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h>
 #include <torch/library.h>
 
 #include <cstdint>
@@ -69,13 +72,41 @@ enum BoxedRule : uint32_t {
   // complex operands: NotImplementedError "<name> is not supported for
   // complex inputs" (floor, ceil, trunc)
   kNoComplexByName = 1u << 23,
+  // Not elementwise: the lowering computes in logical order (run_op) and
+  // reads one of these attribute layouts instead of {compute dtype, [attr],
+  // ints and bools in schema order}:
+  // kReduce: {compute, keepdim, n, dims...}: the dims are the schema's int
+  // list (absent or empty: all) or its int (one dim), wrapped and sorted;
+  // keepdim its bool (false without); a dtype argument is the meta's.
+  kReduce = 1u << 24,
+  // kLoss: {compute, reduction, has_weight}: reduction the schema's int
+  // (0..2, else "<op>: N is not a valid value for reduction"), has_weight
+  // whether its optional tensor was given (then an operand in schema
+  // order); float arguments are runtime scalars in the compute dtype.
+  kLoss = 1u << 25,
+  // the first two tensor operands broadcast, in CPU's TensorIterator
+  // wording, checked before the meta function (whose wording differs)
+  kBroadcastCheck = 1u << 26,
+  // the row's check runs after the meta function (its errors come first)
+  kCheckAfterMeta = 1u << 27,
+  // kDim: {compute, dim}: the schema's int, wrapped against the first
+  // tensor (0 for a 0-d one); not elementwise, as kReduce
+  kDim = 1u << 28,
+  // CPU's kernel (counted) when the operands' promoted dtype or the output's
+  // is not floating: it computes in the operands' dtype and raises its own
+  // error for integers, where the meta function would promote (igamma)
+  kNonFloatingOnCpu = 1u << 29,
 };
 
 // An op's meta function on the functional arguments (tensors as meta
-// tensors): TPJ_META(fn) is at::meta::fn, PyTorch's C++ structured meta
-// function, called without the dispatcher (whose Meta kernel is a Python
-// one for most of these ops, about a millisecond a call).
-using MetaFn = at::Tensor (*)(const c10::IValue* args);
+// tensors, a copy it may move from): TPJ_META(fn) is at::meta::fn,
+// PyTorch's C++ structured meta function, called without the dispatcher
+// (whose Meta kernel is a Python one for most of these ops, about a
+// millisecond a call).
+using MetaFn = at::Tensor (*)(c10::IValue* args);
+// CPU's argument rules in CPU's words, and checks of values that need the
+// host (a probability range), on the functional arguments; raises.
+using CheckFn = void (*)(const c10::IValue* args);
 
 struct BoxedOp {
   const char* name;        // the functional overload: "special_i0e", "bitwise_and.Scalar"
@@ -85,27 +116,34 @@ struct BoxedOp {
   int64_t attr;            // an attribute after the compute dtype, or -1
   MetaFn meta;             // with neither kBroadcast nor kLikeInput; nullptr: the
                            // dispatcher's Meta kernel (slow where it is Python)
+  CheckFn check = nullptr;  // before the meta function (kCheckAfterMeta: after)
 };
 
+// Unpacks the stack as the dispatcher's boxing does (an int list as a
+// vector, an optional one as an OptionalArray).
 template <class R, class... A, size_t... I>
-at::Tensor call_meta(R (*f)(A...), const c10::IValue* v, std::index_sequence<I...>) {
-  return f(v[I].to<std::decay_t<A>>()...);
+at::Tensor call_meta(R (*f)(A...), c10::IValue* v, std::index_sequence<I...>) {
+  return f(c10::impl::ivalue_to_arg<std::decay_t<A>, false>::call(v[I])...);
 }
 template <class R, class... A>
-at::Tensor call_meta(R (*f)(A...), const c10::IValue* v) {
+at::Tensor call_meta(R (*f)(A...), c10::IValue* v) {
   return call_meta(f, v, std::index_sequence_for<A...>{});
 }
 template <auto F>
-at::Tensor meta_fn(const c10::IValue* v) {
+at::Tensor meta_fn(c10::IValue* v) {
   return call_meta(F, v);
 }
 #define TPJ_META(fn) (&::torch_pjrt::meta_fn<&at::meta::fn>)
+// The same for an overloaded meta function: sig picks the overload.
+#define TPJ_META_AS(fn, sig) (&::torch_pjrt::meta_fn<static_cast<sig>(&at::meta::fn)>)
 // A row whose overload, lowering and meta function share fn's name.
 #define TPJ_BOXED(fn, rules, kernel, attr) {#fn, "aten::" #fn, rules, kernel, attr, TPJ_META(fn)}
 
 // Registers each op (and its forms) in m (a TORCH_LIBRARY_IMPL(aten,
 // PrivateUse1) block). Checks each lowering is in the C table and each
-// schema has only arguments the kernel knows (Tensor, Scalar, int, bool).
+// schema has only arguments the kernel knows (Tensor, Scalar, int, bool;
+// with kReduce, kLoss or kDim also Tensor?, int[], int[]?, ScalarType(?),
+// float, SymInt).
 void register_boxed(torch::Library& m, const BoxedOp* ops, size_t n);
 
 // Integer division by zero raises on CPU; XLA would give a silent value.

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 
+#include "boxed.h"
 #include "common.h"
 #include "dtype_check.h"
 #include "glue.h"
@@ -241,156 +242,65 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multilabel_margin_loss_backward", TORCH_FN(torch_pjrt::multilabel_margin_backward));
 }
 
-namespace torch_pjrt {
-namespace {
-
-using at::Tensor;
-using OptTensor = std::optional<Tensor>;
-
 // ---- pointwise losses -------------------------------------------------------
 
-// Runs a loss (or its backward) over ts with an optional 0-d parameter.
-Tensor run_loss(const char* op, const std::vector<const Tensor*>& ts, const Tensor& meta,
-                int64_t reduction, bool has_weight, const std::optional<double>& param) {
-  TORCH_CHECK(reduction >= 0 && reduction <= 2, op, ": ", reduction,
-              " is not a valid value for reduction");
-  c10::Device dev = device_of(op, ts);
-  c10::DeviceGuard guard(dev);
-  Tensor out = empty_like_meta(meta, dev);
-  if (out.numel() == 0) return out;
-  at::ScalarType cd = accumulator(meta.scalar_type());
-  OpArgs a;
-  for (const Tensor* t : ts) a.tensor(*t);
-  if (param) a.scalar(*param, cd, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), reduction, has_weight}, {out});
-  return out;
-}
+namespace {
+namespace tp = torch_pjrt;
+using at::Tensor;
+using c10::IValue;
 
-// CPU's TensorIterator wording for self and target that do not broadcast
-// (the meta functions word it differently).
-void check_broadcast(const Tensor& self, const Tensor& target) {
-  (void)at::infer_size(self.sizes(), target.sizes());
+// the parameter's argument index in (self, target, reduction, beta) and in
+// the backward's (grad_output, self, target, reduction, beta)
+template <int kAt>
+void check_beta(const IValue* v) {
+  TORCH_CHECK(v[kAt].toDouble() >= 0, "smooth_l1_loss does not support negative values for beta.");
 }
-
-Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
-  check_broadcast(self, target);
-  Tensor m = at::meta::mse_loss(to_meta(self), to_meta(target), reduction);
-  return run_loss("aten::mse_loss", {&self, &target}, m, reduction, false, std::nullopt);
-}
-Tensor mse_loss_backward(const Tensor& g, const Tensor& self, const Tensor& target,
-                         int64_t reduction) {
-  Tensor m = at::mse_loss_backward(to_meta(g), to_meta(self), to_meta(target), reduction);
-  return run_loss("aten::mse_loss_backward", {&g, &self, &target}, m, reduction, false,
-                  std::nullopt);
-}
-
-void check_beta(double beta) {
-  TORCH_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
-}
-Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
-  check_beta(beta);
-  check_broadcast(self, target);
-  Tensor m = at::meta::smooth_l1_loss(to_meta(self), to_meta(target), reduction, beta);
-  return run_loss("aten::smooth_l1_loss", {&self, &target}, m, reduction, false, beta);
-}
-Tensor smooth_l1_loss_backward(const Tensor& g, const Tensor& self, const Tensor& target,
-                               int64_t reduction, double beta) {
-  check_beta(beta);
-  Tensor m = at::smooth_l1_loss_backward(to_meta(g), to_meta(self), to_meta(target), reduction, beta);
-  return run_loss("aten::smooth_l1_loss_backward", {&g, &self, &target}, m, reduction, false, beta);
-}
-
-void check_delta(double delta) {
-  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
-}
-Tensor huber_loss(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
-  check_delta(delta);
-  check_broadcast(self, target);
-  Tensor m = at::huber_loss(to_meta(self), to_meta(target), reduction, delta);
-  return run_loss("aten::huber_loss", {&self, &target}, m, reduction, false, delta);
-}
-Tensor huber_loss_backward(const Tensor& g, const Tensor& self, const Tensor& target,
-                           int64_t reduction, double delta) {
-  check_delta(delta);
-  Tensor m = at::huber_loss_backward(to_meta(g), to_meta(self), to_meta(target), reduction, delta);
-  return run_loss("aten::huber_loss_backward", {&g, &self, &target}, m, reduction, false, delta);
+template <int kAt>
+void check_delta(const IValue* v) {
+  TORCH_CHECK(v[kAt].toDouble() > 0, "huber_loss does not support non-positive values for delta.");
 }
 
 // CPU's kernel raises when an input lies outside [0, 1] (NaN included);
 // XLA cannot raise, so the glue checks min and max on the host: one wait.
-void check_probabilities(const Tensor& self) {
-  if (self.numel() == 0 || tracing()) return;  // a compiled graph cannot wait on values
+void check_bce(const IValue* v) {
+  const Tensor& self = v[0].toTensor();
+  const Tensor& target = v[1].toTensor();
+  TORCH_CHECK(self.scalar_type() == target.scalar_type(), "Found dtype ", target.scalar_type(),
+              " but expected ", self.scalar_type());
+  if (self.numel() == 0 || tp::tracing()) return;  // a compiled graph cannot wait on values
   Tensor lim = at::stack({at::amin(self), at::amax(self)}).to(at::kCPU, at::kDouble);
   double lo = lim[0].item<double>(), hi = lim[1].item<double>();
   TORCH_CHECK(lo >= 0 && hi <= 1, "all elements of input should be between 0 and 1");
 }
 
-Tensor bce(const Tensor& self, const Tensor& target, const OptTensor& weight, int64_t reduction) {
-  Tensor m = at::binary_cross_entropy(to_meta(self), to_meta(target), meta_or_undefined(weight),
-                                      reduction);
-  TORCH_CHECK(self.scalar_type() == target.scalar_type(), "Found dtype ", target.scalar_type(),
-              " but expected ", self.scalar_type());
-  check_probabilities(self);
-  std::vector<const Tensor*> ts{&self, &target};
-  if (has_tensor(weight)) ts.push_back(&*weight);
-  return run_loss("aten::binary_cross_entropy", ts, m, reduction, has_tensor(weight), std::nullopt);
-}
-Tensor bce_backward(const Tensor& g, const Tensor& self, const Tensor& target,
-                    const OptTensor& weight, int64_t reduction) {
-  Tensor m = at::binary_cross_entropy_backward(to_meta(g), to_meta(self), to_meta(target),
-                                               meta_or_undefined(weight), reduction);
-  std::vector<const Tensor*> ts{&g, &self, &target};
-  if (has_tensor(weight)) ts.push_back(&*weight);
-  return run_loss("aten::binary_cross_entropy_backward", ts, m, reduction, has_tensor(weight),
-                  std::nullopt);
-}
+// src/ops/loss_pointwise.c; an empty result runs no program. The forward
+// checks that self and target broadcast in CPU's words; meta functions give
+// the shapes (the dispatcher's where PyTorch has no C++ one).
+constexpr uint32_t kL = tp::kLoss | tp::kSkipEmpty;
+constexpr uint32_t kLF = kL | tp::kBroadcastCheck;
+
+const tp::BoxedOp kPointwiseLossOps[] = {
+    {"mse_loss", "aten::mse_loss", kLF, nullptr, -1, TPJ_META(mse_loss)},
+    {"mse_loss_backward", "aten::mse_loss_backward", kL, nullptr, -1, nullptr},
+    {"smooth_l1_loss", "aten::smooth_l1_loss", kLF, nullptr, -1, TPJ_META(smooth_l1_loss),
+     &check_beta<3>},
+    {"smooth_l1_loss_backward", "aten::smooth_l1_loss_backward", kL, nullptr, -1, nullptr,
+     &check_beta<4>},
+    {"huber_loss", "aten::huber_loss", kLF, nullptr, -1, nullptr, &check_delta<3>},
+    {"huber_loss_backward", "aten::huber_loss_backward", kL, nullptr, -1, nullptr,
+     &check_delta<4>},
+    {"binary_cross_entropy", "aten::binary_cross_entropy", kL | tp::kCheckAfterMeta, nullptr, -1,
+     nullptr, &check_bce},
+    {"binary_cross_entropy_backward", "aten::binary_cross_entropy_backward", kL, nullptr, -1,
+     nullptr},
+};
+
 }  // namespace
-}  // namespace torch_pjrt
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  using namespace torch_pjrt;
-  m.impl("mse_loss", TORCH_FN(mse_loss));
-  m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
-  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss));
-  m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_loss_backward));
-  m.impl("huber_loss", TORCH_FN(huber_loss));
-  m.impl("huber_loss_backward", TORCH_FN(huber_loss_backward));
-  m.impl("binary_cross_entropy", TORCH_FN(bce));
-  m.impl("binary_cross_entropy_backward", TORCH_FN(bce_backward));
-}
-namespace torch_pjrt {
-namespace {
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { tp::register_boxed(m, kPointwiseLossOps); }
 
-using at::Tensor;
-using Pair = std::tuple<Tensor, Tensor>;
-using PairRef = std::tuple<Tensor&, Tensor&>;
+// ---- nll_loss ------------------------------------------------------------------
 
-using at::Scalar;
-using at::Tensor;
-}  // namespace
-}  // namespace torch_pjrt
-
-namespace torch_pjrt {
-namespace {
-
-using at::Scalar;
-using at::Tensor;
-using IndexList = c10::List<std::optional<Tensor>>;
-}  // namespace
-}  // namespace torch_pjrt
-namespace {
-namespace tp = torch_pjrt;
-using at::Scalar;
-using at::Tensor;
-}  // namespace
-namespace torch_pjrt {
-namespace {
-
-using at::Scalar;
-using at::ScalarType;
-using at::Tensor;
-}  // namespace
-}  // namespace torch_pjrt
 namespace torch_pjrt {
 
 at::Tensor to_host(const at::Tensor& src);  // copy.cpp

@@ -21,6 +21,7 @@
 
 #include <cstring>
 
+#include "boxed.h"
 #include "common.h"
 #include "dtype_check.h"
 #include "storage_dtypes.h"
@@ -526,24 +527,6 @@ Tensor pointwise(const char* op, std::initializer_list<const Tensor*> ts, Scalar
 
 // ---- pointwise --------------------------------------------------------------
 
-Tensor copysign(const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  if (c10::isComplexType(t)) no_kernel("copysign_cpu", t);
-  if (is_int(t)) t = float_default();
-  return pointwise("aten::copysign.Tensor", {&a, &b}, t, t);
-}
-
-Tensor signbit(const Tensor& x) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!x.is_complex(), "signbit is not implemented for complex tensors.");
-  return pointwise("aten::signbit", {&x}, x.scalar_type(), at::kBool);
-}
-
-Tensor fminmax(const char* op, const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  TORCH_CHECK(!c10::isComplexType(t), std::string(op).substr(6), " not implemented for complex tensors.");
-  return pointwise(op, {&a, &b}, t, t);
-}
-
 Tensor heaviside(const Tensor& x, const Tensor& v) {
   TORCH_CHECK(!x.is_complex() && !v.is_complex(),
               "heaviside is not yet implemented for complex tensors.");
@@ -556,25 +539,6 @@ Tensor heaviside(const Tensor& x, const Tensor& v) {
   ScalarType it = t == at::kDouble ? at::kLong : t == at::kFloat ? at::kInt : at::kShort;
   Tensor bits = x.view(it);
   return pointwise("aten::heaviside", {&bits, &v}, t, t);
-}
-
-Tensor logaddexp(const char* op, const char* kernel, const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  if (is_int(t)) no_kernel(kernel, t);
-  if (c10::isComplexType(t)) {
-    if (std::string(op) == "aten::logaddexp2") no_kernel(kernel, t);
-    common_device(op, {&a, &b});
-    dtype_fallback(op, t);  // no complex lowering: CPU's kernel
-    return at::logaddexp(a.cpu(), b.cpu()).to(a.device().is_cpu() ? b.device() : a.device());
-  }
-  return pointwise(op, {&a, &b}, accumulator(t), t);
-}
-
-Tensor xlogy(const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
-  if (c10::isComplexType(t)) no_kernel("xlogy_cpu", t);
-  if (is_int(t)) t = float_default();
-  return pointwise("aten::xlogy.Tensor", {&a, &b}, accumulator(t), t);
 }
 
 Tensor angle(const Tensor& x) {
@@ -652,14 +616,6 @@ namespace tp = torch_pjrt;
 using at::Scalar;
 using at::Tensor;
 
-Tensor fmax_fn(const Tensor& a, const Tensor& b) { return tp::fminmax("aten::fmax", a, b); }
-Tensor fmin_fn(const Tensor& a, const Tensor& b) { return tp::fminmax("aten::fmin", a, b); }
-Tensor logaddexp_fn(const Tensor& a, const Tensor& b) {
-  return tp::logaddexp("aten::logaddexp", "logaddexp_cpu", a, b);
-}
-Tensor logaddexp2_fn(const Tensor& a, const Tensor& b) {
-  return tp::logaddexp("aten::logaddexp2", "logaddexp2_cpu", a, b);
-}
 Tensor complex_fn(const Tensor& a, const Tensor& b) { return tp::to_complex("aten::complex", a, b); }
 Tensor polar_fn(const Tensor& a, const Tensor& b) { return tp::to_complex("aten::polar", a, b); }
 
@@ -670,42 +626,52 @@ Tensor& inplace(Tensor& self, const Tensor& other, const char* op) {
   tp::assign_result(self, F(self, other), op);
   return self;
 }
+
+// CPU's words for complex operands.
+void no_complex_signbit(const c10::IValue* v) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!v[0].toTensor().is_complex(),
+                              "signbit is not implemented for complex tensors.");
+}
+template <bool kMax>
+void no_complex_fminmax(const c10::IValue* v) {
+  TORCH_CHECK(!c10::isComplexType(at::result_type(v[0].toTensor(), v[1].toTensor())),
+              kMax ? "fmax" : "fmin", " not implemented for complex tensors.");
+}
+
+// Rows of the boxed table (boxed.h): the output is the broadcast in the
+// promoted dtype (integers to float for copysign and xlogy); copysign and
+// fmax/fmin compute in it exactly, signbit in the input's dtype, the others
+// in its accumulator. logaddexp of complex operands is CPU's kernel.
+constexpr uint32_t kB = tp::kBroadcast;
+const tp::BoxedOp kPointwiseOps[] = {
+    {"copysign.Tensor", "aten::copysign.Tensor",
+     kB | tp::kInplace | tp::kFloatResult | tp::kExactCompute | tp::kNoComplex, "copysign_cpu", -1,
+     nullptr},
+    {"copysign.Scalar", "aten::copysign.Tensor",
+     kB | tp::kInplace | tp::kFloatResult | tp::kExactCompute | tp::kNoComplex, "copysign_cpu", -1,
+     nullptr},
+    {"signbit", "aten::signbit", kB | tp::kBoolResult | tp::kComputeInput, nullptr, -1, nullptr,
+     &no_complex_signbit},
+    {"fmax", "aten::fmax", kB | tp::kExactCompute, nullptr, -1, nullptr, &no_complex_fminmax<true>},
+    {"fmin", "aten::fmin", kB | tp::kExactCompute, nullptr, -1, nullptr, &no_complex_fminmax<false>},
+    {"logaddexp", "aten::logaddexp", kB | tp::kNoIntegral | tp::kComplexOnCpu, "logaddexp_cpu", -1,
+     nullptr},
+    {"logaddexp2", "aten::logaddexp2", kB | tp::kNoIntegral | tp::kNoComplex, "logaddexp2_cpu", -1,
+     nullptr},
+    {"xlogy.Tensor", "aten::xlogy.Tensor", kB | tp::kInplace | tp::kFloatResult | tp::kNoComplex,
+     "xlogy_cpu", -1, nullptr},
+    {"xlogy.Scalar_Other", "aten::xlogy.Tensor",
+     kB | tp::kInplace | tp::kFloatResult | tp::kNoComplex, "xlogy_cpu", -1, nullptr},
+    {"xlogy.Scalar_Self", "aten::xlogy.Tensor", kB | tp::kFloatResult | tp::kNoComplex,
+     "xlogy_cpu", -1, nullptr},
+};
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("copysign.Tensor", TORCH_FN(tp::copysign));
-  m.impl("copysign.Scalar", [](const Tensor& a, const Scalar& b) {
-    return tp::copysign(a, tp::wrap_scalar(b));
-  });
-  m.impl("copysign_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return inplace<tp::copysign>(a, b, "aten::copysign_");
-  });
-  m.impl("copysign_.Scalar", [](Tensor& a, const Scalar& b) -> Tensor& {
-    tp::assign_result(a, tp::copysign(a, tp::wrap_scalar(b)), "aten::copysign_");
-    return a;
-  });
-  m.impl("signbit", TORCH_FN(tp::signbit));
-  m.impl("fmax", TORCH_FN(fmax_fn));
-  m.impl("fmin", TORCH_FN(fmin_fn));
+  tp::register_boxed(m, kPointwiseOps);
   m.impl("heaviside", TORCH_FN(tp::heaviside));
   m.impl("heaviside_", [](Tensor& a, const Tensor& b) -> Tensor& {
     return inplace<tp::heaviside>(a, b, "aten::heaviside_");
-  });
-  m.impl("logaddexp", TORCH_FN(logaddexp_fn));
-  m.impl("logaddexp2", TORCH_FN(logaddexp2_fn));
-  m.impl("xlogy.Tensor", TORCH_FN(tp::xlogy));
-  m.impl("xlogy.Scalar_Other", [](const Tensor& a, const Scalar& b) {
-    return tp::xlogy(a, tp::wrap_scalar(b));
-  });
-  m.impl("xlogy.Scalar_Self", [](const Scalar& a, const Tensor& b) {
-    return tp::xlogy(tp::wrap_scalar(a), b);
-  });
-  m.impl("xlogy_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return inplace<tp::xlogy>(a, b, "aten::xlogy_");
-  });
-  m.impl("xlogy_.Scalar_Other", [](Tensor& a, const Scalar& b) -> Tensor& {
-    tp::assign_result(a, tp::xlogy(a, tp::wrap_scalar(b)), "aten::xlogy_");
-    return a;
   });
   m.impl("angle", TORCH_FN(tp::angle));
   m.impl("complex", TORCH_FN(complex_fn));

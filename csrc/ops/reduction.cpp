@@ -1,13 +1,15 @@
 // Kernel glue for reductions (src/ops/reduction.c, reduction_stats.c): sum,
-// mean, prod, amax/amin, any/all, nansum, aminmax, count_nonzero over dims,
-// equal, norm and renorm, var/std (and _mean), linalg_vector_norm,
-// logsumexp, histc, bincount and segment_reduce. Output shape and dtype, and
-// every argument check, come from running the op on meta tensors.
+// mean, prod, amax/amin, any/all (rows of a boxed table, boxed.h), nansum,
+// aminmax, count_nonzero over dims, equal, norm and renorm, var/std (and
+// _mean), linalg_vector_norm, logsumexp, histc, bincount and
+// segment_reduce. Output shape and dtype, and every argument check, come
+// from running the op on meta tensors.
 #include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <algorithm>
+#include "boxed.h"
 #include "common.h"
 #include "glue.h"
 #include <ATen/ExpandUtils.h>
@@ -18,64 +20,29 @@
 #include <limits>
 #include <ATen/ops/_grouped_mm_compositeexplicitautograd_dispatch.h>
 
-namespace torch_pjrt {
 namespace {
-
-using at::OptionalIntArrayRef;
+namespace tp = torch_pjrt;
 using at::Tensor;
+using c10::IValue;
 
-Tensor reduce(const char* op, const Tensor& self, const std::vector<int64_t>& dims, bool keepdim,
-              const Tensor& meta_out) {
-  check_supported(self, op);
-  c10::DeviceGuard guard(self.device());
-  Tensor out = at::empty(meta_out.sizes(), self.options().dtype(meta_out.scalar_type()));
-  OpArgs a;
-  a.tensor(self);
-  std::vector<int64_t> attrs{to_tpj_dtype(accumulator(out.scalar_type())), keepdim ? 1 : 0,
-                             static_cast<int64_t>(dims.size())};
-  attrs.insert(attrs.end(), dims.begin(), dims.end());
-  run_op(op, self.device().index(), a, attrs, {out});
-  return out;
-}
-
-Tensor sum_dim(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
-               std::optional<at::ScalarType> dtype) {
-  Tensor m = at::meta::sum(to_meta(self), dim, keepdim, dtype);
-  return reduce("aten::sum.dim_IntList", self, reduced_dims(self, dim), keepdim, m);
-}
-
-Tensor sum_all(const Tensor& self, std::optional<at::ScalarType> dtype) {
-  return sum_dim(self, std::nullopt, false, dtype);
-}
-
-Tensor mean_dim(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
-                std::optional<at::ScalarType> dtype) {
-  // CPU's wording (the meta function names the dtype differently)
-  at::ScalarType out_t = dtype ? *dtype : self.scalar_type();
-  TORCH_CHECK(at::isFloatingType(out_t) || at::isComplexType(out_t),
-              "mean(): could not infer output dtype. ",
-              (dtype ? "Optional" : "Input"), " dtype must be either a floating point or complex dtype. ",
-              "Got: ", out_t);
-  Tensor m = at::meta::mean(to_meta(self), dim, keepdim, dtype);
-  return reduce("aten::mean.dim", self, reduced_dims(self, dim), keepdim, m);
-}
-
-Tensor prod_dim(const Tensor& self, int64_t dim, bool keepdim,
-                std::optional<at::ScalarType> dtype) {
-  Tensor m = at::meta::prod(to_meta(self), dim, keepdim, dtype);
-  std::vector<int64_t> d{c10::maybe_wrap_dim(dim, self.dim())};
-  if (self.dim() == 0) d.clear();
-  return reduce("aten::prod.dim_int", self, d, keepdim, m);
-}
-
-Tensor prod_all(const Tensor& self, std::optional<at::ScalarType> dtype) {
-  Tensor m = at::prod(to_meta(self), dtype);
-  return reduce("aten::prod.dim_int", self, reduced_dims(self, std::nullopt), false, m);
+// CPU's wording (the meta function names the dtype differently).
+void check_mean(const IValue* v) {
+  bool given = !v[3].isNone();
+  at::ScalarType t = given ? v[3].toScalarType() : v[0].toTensor().scalar_type();
+  TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t),
+              "mean(): could not infer output dtype. ", (given ? "Optional" : "Input"),
+              " dtype must be either a floating point or complex dtype. Got: ", t);
 }
 
 // CPU's checks for reductions without an identity (amax, amin).
-void check_nonempty(const char* name, const Tensor& self, at::IntArrayRef dim) {
+template <bool kMax>
+void check_extreme(const IValue* v) {
+  const char* name = kMax ? "amax" : "amin";
+  const Tensor& self = v[0].toTensor();
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max" : "min",
+                              "_values_cpu\" not implemented for '", self.scalar_type(), "'");
   if (self.numel() != 0) return;
+  std::vector<int64_t> dim = v[1].toIntVector();
   TORCH_CHECK(!dim.empty(), name, "(): Expected reduction dim to be specified for input.numel() "
               "== 0. Specify the reduction dim with the 'dim' argument.");
   for (int64_t d : dim) {
@@ -85,54 +52,37 @@ void check_nonempty(const char* name, const Tensor& self, at::IntArrayRef dim) {
   }
 }
 
-Tensor amax(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"max_values_cpu\" not implemented for '",
-                              self.scalar_type(), "'");
-  check_nonempty("amax", self, dim);
-  Tensor m = at::meta::amax(to_meta(self), dim, keepdim);
-  return reduce("aten::amax", self, reduced_dims(self, dim), keepdim, m);
+Tensor sum_meta(IValue* v) {
+  return at::meta::sum(v[0].toTensor(), std::nullopt, false, v[1].toOptional<at::ScalarType>());
 }
 
-Tensor amin(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"min_values_cpu\" not implemented for '",
-                              self.scalar_type(), "'");
-  check_nonempty("amin", self, dim);
-  Tensor m = at::meta::amin(to_meta(self), dim, keepdim);
-  return reduce("aten::amin", self, reduced_dims(self, dim), keepdim, m);
-}
+using AllMeta = Tensor (*)(const Tensor&);
+using DimMeta = Tensor (*)(const Tensor&, int64_t, bool);
+using DimsMeta = Tensor (*)(const Tensor&, at::OptionalIntArrayRef, bool);
+constexpr uint32_t kR = tp::kReduce;
 
-Tensor any_dims(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
-  Tensor m = at::meta::any(to_meta(self), dim, keepdim);
-  return reduce("aten::any.dims", self, reduced_dims(self, dim), keepdim, m);
-}
+// The reductions over a list of dims (src/ops/reduction.c): each overload a
+// row; the dims, keepdim and the output dtype come from the schema and the
+// meta function, the compute dtype is the output's accumulator.
+const tp::BoxedOp kReduceOps[] = {
+    {"sum.dim_IntList", "aten::sum.dim_IntList", kR, nullptr, -1, TPJ_META(sum)},
+    {"sum", "aten::sum.dim_IntList", kR, nullptr, -1, &sum_meta},
+    {"mean.dim", "aten::mean.dim", kR, nullptr, -1, TPJ_META(mean), &check_mean},
+    {"prod.dim_int", "aten::prod.dim_int", kR, nullptr, -1, TPJ_META(prod)},
+    {"prod", "aten::prod.dim_int", kR, nullptr, -1, nullptr},  // the dispatcher's meta
+    {"amax", "aten::amax", kR, nullptr, -1, TPJ_META(amax), &check_extreme<true>},
+    {"amin", "aten::amin", kR, nullptr, -1, TPJ_META(amin), &check_extreme<false>},
+    {"any.dims", "aten::any.dims", kR, nullptr, -1, TPJ_META_AS(any, DimsMeta)},
+    {"all.dims", "aten::all.dims", kR, nullptr, -1, TPJ_META_AS(all, DimsMeta)},
+    {"any.dim", "aten::any.dims", kR, nullptr, -1, TPJ_META_AS(any, DimMeta)},
+    {"all.dim", "aten::all.dims", kR, nullptr, -1, TPJ_META_AS(all, DimMeta)},
+    {"any", "aten::any.dims", kR, nullptr, -1, TPJ_META_AS(any, AllMeta)},
+    {"all", "aten::all.dims", kR, nullptr, -1, TPJ_META_AS(all, AllMeta)},
+};
 
-Tensor all_dims(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
-  Tensor m = at::meta::all(to_meta(self), dim, keepdim);
-  return reduce("aten::all.dims", self, reduced_dims(self, dim), keepdim, m);
-}
 }  // namespace
-}  // namespace torch_pjrt
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  using namespace torch_pjrt;
-  m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
-  m.impl("sum", TORCH_FN(sum_all));
-  m.impl("mean.dim", TORCH_FN(mean_dim));
-  m.impl("prod.dim_int", TORCH_FN(prod_dim));
-  m.impl("prod", TORCH_FN(prod_all));
-  m.impl("amax", TORCH_FN(amax));
-  m.impl("amin", TORCH_FN(amin));
-  m.impl("any.dims", TORCH_FN(any_dims));
-  m.impl("all.dims", TORCH_FN(all_dims));
-  m.impl("any", [](const at::Tensor& s) { return any_dims(s, std::nullopt, false); });
-  m.impl("all", [](const at::Tensor& s) { return all_dims(s, std::nullopt, false); });
-  m.impl("any.dim", [](const at::Tensor& s, int64_t d, bool k) {
-    return any_dims(s, at::IntArrayRef(d), k);
-  });
-  m.impl("all.dim", [](const at::Tensor& s, int64_t d, bool k) {
-    return all_dims(s, at::IntArrayRef(d), k);
-  });
-}
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { tp::register_boxed(m, kReduceOps); }
 namespace torch_pjrt {
 namespace {
 

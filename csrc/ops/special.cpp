@@ -3,13 +3,14 @@
 // boxed table below (boxed.h): lgamma, digamma, polygamma, special_zeta,
 // nextafter, special_xlog1py, special_entr, i0, special_i0e/i1/i1e, sinc,
 // special_ndtri, special_erfcx, special_log_ndtr, the Bessel functions,
-// special_airy_ai (float64; other dtypes run CPU's kernel, counted) and the
-// orthogonal polynomials, with their in-place and out= forms where PyTorch
+// special_airy_ai (float64; other dtypes run CPU's kernel, counted), the
+// orthogonal polynomials and igamma/igammac, with their in-place and out= forms where PyTorch
 // has them. Output sizes and dtype (and PyTorch's own argument errors) come
 // from the meta functions; half types compute in float32 as CPU's kernels
 // do, and where CPU refuses half types so do we. Written out here: the
 // forms the table cannot express (polygamma_, whose arguments come in
-// another order; mvlgamma.out), logit (an optional eps) and igamma.
+// another order; mvlgamma.out) and logit (an optional eps). igamma and
+// igammac run CPU's kernel (counted) for other than floating types.
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -74,6 +75,11 @@ const tp::BoxedOp kSpecialOps[] = {
     TPJ_POLY(hermite_polynomial_he, 9),
     TPJ_POLY(laguerre_polynomial_l, 10),
     TPJ_POLY(legendre_polynomial_p, 11),
+    // the attribute: 1 for the upper function
+    {"igamma", "aten::igamma", (kSF & ~tp::kOut) | tp::kNonFloatingOnCpu, nullptr, 0,
+     TPJ_META(igamma)},
+    {"igammac", "aten::igammac", (kSF & ~tp::kOut) | tp::kNonFloatingOnCpu, nullptr, 1,
+     TPJ_META(igammac)},
 };
 
 }  // namespace
@@ -132,54 +138,4 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return x;
   });
   m.impl("logit_backward", TORCH_FN(torch_pjrt::logit_backward));
-}
-
-namespace torch_pjrt {
-namespace {
-
-using at::Tensor;
-using D = std::optional<double>;
-using L = at::IntArrayRef;
-
-Tensor igamma_impl(const Tensor& a, const Tensor& x, bool upper) {
-  const char* op = upper ? "aten::igammac" : "aten::igamma";
-  c10::Device dev = common_device(op, {&a, &x});
-  Tensor m = upper ? at::meta::igammac(to_meta(a), to_meta(x)) : at::meta::igamma(to_meta(a), to_meta(x));
-  at::ScalarType t = m.scalar_type();
-  // The meta function promotes integers to float, but CPU's kernel runs in
-  // the inputs' common dtype and refuses integers (with its own error).
-  if (!c10::isFloatingType(t) || !c10::isFloatingType(at::result_type(a, x))) {
-    Tensor r = upper ? at::igammac(a.cpu(), x.cpu()) : at::igamma(a.cpu(), x.cpu());
-    dtype_fallback(op, t);
-    return r.to(dev);
-  }
-  c10::DeviceGuard guard(dev);
-  Tensor out = at::empty(m.sizes(), m.options().device(dev));
-  if (out.numel() == 0) return out;
-  OpArgs args;
-  add_operand(args, a, dev.index());
-  add_operand(args, x, dev.index());
-  run_pointwise(op, dev.index(), args, {to_tpj_dtype(accumulator(t)), upper ? 1 : 0}, {out});
-  return out;
-}
-
-Tensor igamma_tpu(const Tensor& a, const Tensor& x) { return igamma_impl(a, x, false); }
-Tensor igammac_tpu(const Tensor& a, const Tensor& x) { return igamma_impl(a, x, true); }
-Tensor& igamma_inplace(Tensor& self, const Tensor& x) {
-  assign_result(self, igamma_impl(self, x, false), "aten::igamma_");
-  return self;
-}
-Tensor& igammac_inplace(Tensor& self, const Tensor& x) {
-  assign_result(self, igamma_impl(self, x, true), "aten::igammac_");
-  return self;
-}
-}  // namespace
-}  // namespace torch_pjrt
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  using namespace torch_pjrt;
-  m.impl("igamma", TORCH_FN(igamma_tpu));
-  m.impl("igammac", TORCH_FN(igammac_tpu));
-  m.impl("igamma_", TORCH_FN(igamma_inplace));
-  m.impl("igammac_", TORCH_FN(igammac_inplace));
 }

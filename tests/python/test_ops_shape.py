@@ -18,7 +18,7 @@ from test_ops_activation import Fallbacks, TOL, check, ints, raises_like_cpu, ra
 from test_ops_create import TOL as TOL_create, check as check_create, native, raises_like_cpu as raises_like_cpu_create, rand  # noqa: F401 (shared helpers)
 from test_ops_distance import check as check_grads  # noqa: F401 (shared helpers)
 from test_ops_index import same_error  # noqa: F401 (shared helpers)
-from test_ops_pointwise import _mf_data, bools  # noqa: F401 (shared helpers)
+from test_ops_pointwise_clamp_fill import _mf_data, bools  # noqa: F401 (shared helpers)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
