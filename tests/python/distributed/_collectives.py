@@ -347,6 +347,38 @@ def suite():
         a2a = fc.all_to_all_single(data(rank, n=world).to(TPU), None, None, dist.group.WORLD)
         close(a2a, torch.stack([data(k, n=world)[rank] for k in range(world)]), "a2a")
 
+    @check("all_reduce_in_place_sharing")
+    def _():
+        # On the CPU plugin a tensor whose buffer no one else holds is reduced
+        # in the buffer's own memory: its views see the result, and a clone, a
+        # tensor sharing its buffer, or an op launched before keep their values.
+        want = local_reduce([data(k, n=16) for k in range(world)], R.SUM, torch.float32)
+        a = data(rank, n=16).to(TPU)
+        v = a.view(4, 4)
+        before = a * 1  # launched before the collective: reads the old values
+        c = a.clone()
+        version = a._version
+        import torch_pjrt
+        m0 = torch_pjrt.metrics()
+        dist.all_reduce(a)
+        m1 = torch_pjrt.metrics()
+        if torch_pjrt.info()["platform"] == "cpu":  # no staging copy either way
+            moved = (m1["d2h_bytes"] - m0["d2h_bytes"], m1["h2d_bytes"] - m0["h2d_bytes"])
+            assert moved == (0, 0), moved
+        close(a, want, "a")
+        close(v.reshape(-1), want, "view of a")
+        close(before, data(rank, n=16), "op launched before")
+        close(c, data(rank, n=16), "clone of a")
+        assert a._version > version, (version, a._version)
+        d = data(rank, n=16).to(TPU)
+        dist.all_reduce(d, op=R.AVG)
+        close(d, want / world, "AVG in place")
+        e = data(rank, n=16).to(TPU)
+        work = dist.all_reduce(e, async_op=True)
+        fut = work.get_future()
+        work.wait()
+        close(fut.value()[0], want, "future's tensor")
+
     @check("compiled_functional_collective")
     def _():
         # torch.compile(backend="tpu") on graphs holding functional
