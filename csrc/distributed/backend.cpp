@@ -852,7 +852,14 @@ class PjrtBackend : public PjrtBackendBase {
     TORCH_CHECK(pieces[0].scalar_type() == dt, "pjrt ", what, ": input and output dtypes differ (",
                 pieces[0].scalar_type(), " vs ", dt, ")");
     Reduction r = plan_reduction(what, rop, dt);
-    at::Tensor in_host = typed(download(pieces, byte_offsets(pieces)), dt);
+    // gloo's reduce_scatter reduces a clone of its input (torch 2.13's
+    // ProcessGroupGloo::reduce_scatter_tensor_coalesced), so on the CPU
+    // plugin it may read the buffer's own memory; not when PREMUL_SUM's
+    // factor must be applied to the input first.
+    at::Tensor in_host = pieces.size() == 1 && r.pre_scale == 1.0
+                             ? device_memory(pieces[0], /*writable=*/false)
+                             : at::Tensor();
+    in_host = in_host.defined() ? in_host.view(-1) : typed(download(pieces, byte_offsets(pieces)), dt);
     auto off = byte_offsets(outs);
     at::Tensor out_block = host_bytes(off.back());
     at::Tensor out_host = typed(out_block, dt);

@@ -373,6 +373,21 @@ def suite():
             moved = (m1["d2h_bytes"] - m0["d2h_bytes"], m1["h2d_bytes"] - m0["h2d_bytes"])
             assert moved == (0, 0), moved
         close(d, want / world, "AVG in place")
+        # reduce_scatter and all_gather read their input's memory: no
+        # download, and the input is unchanged
+        x = data(rank, n=4 * world).to(TPU)
+        o = torch.empty(4, device=TPU)
+        g = torch.empty(4 * world * world, device=TPU)
+        m0 = torch_pjrt.metrics()
+        dist.reduce_scatter_tensor(o, x)
+        dist.all_gather_into_tensor(g, x)
+        m1 = torch_pjrt.metrics()
+        if torch_pjrt.info()["platform"] == "cpu":
+            assert m1["d2h_bytes"] == m0["d2h_bytes"], (m0["d2h_bytes"], m1["d2h_bytes"])
+        close(x, data(rank, n=4 * world), "reduce_scatter's input")
+        close(o, local_reduce([data(k, n=4 * world) for k in range(world)], R.SUM,
+                              torch.float32)[4 * rank:4 * rank + 4], "reduce_scatter")
+        close(g, torch.cat([data(k, n=4 * world) for k in range(world)]), "all_gather")
         e = data(rank, n=16).to(TPU)
         work = dist.all_reduce(e, async_op=True)
         fut = work.get_future()
