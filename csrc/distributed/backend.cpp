@@ -348,6 +348,39 @@ void upload(const at::Tensor& block, const std::vector<int64_t>& off,
   }
 }
 
+void release_buffer(void* buf) { tpj_rt_buffer_release(static_cast<tpj_rt_buffer_t*>(buf)); }
+
+// t's bytes where they lie, as a CPU tensor of t's dtype and sizes that holds
+// a reference to t's buffer, when that buffer's device memory is host memory
+// (the CPU plugin) and t reads all of it as it is; undefined otherwise (the
+// caller stages a copy). Nothing launched before still reads or writes it.
+// writable: only when t's storage holds the buffer's one reference, so a
+// write is seen by t and its views alone -- what an in-place collective
+// means -- and not by a clone, a graph constant or another storage.
+at::Tensor device_memory(const at::Tensor& t, bool writable) {
+  if (!t.numel() || !covers_storage(t) || !is_natural(t) || !plain_dtype(t.scalar_type()) ||
+      t.is_conj() || t.is_neg()) {
+    return {};
+  }
+  if (writable) box_for_write(t);  // a lazy clone's storage gets a box of its own first
+  BufferRef b = buffer_of(t);
+  if (!b.get() || !b->pjrt || b->dtype != to_tpj_dtype(t.scalar_type()) ||
+      tpj_rt_buffer_numel(b.get()) != t.numel()) {
+    return {};
+  }
+  // 2: the box's reference and ours.
+  if (writable && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) != 2) return {};
+  void* p = nullptr;
+  tpj_status_t s = tpj_rt_buffer_host_memory(rt(), b.get(), &p);
+  if (s) {
+    tpj_status_free(s);  // not host memory: staged instead
+    return {};
+  }
+  tpj_rt_buffer_t* held = b.release();
+  return at::from_blob(p, t.sizes(), [held](void*) { release_buffer(held); },
+                       at::TensorOptions().dtype(t.scalar_type()));
+}
+
 tpj_dist_buf_t bytes_buf(const at::Tensor& block) {
   tpj_dist_buf_t b{};
   b.host = block.data_ptr();
@@ -521,7 +554,10 @@ class PjrtBackend : public PjrtBackendBase {
     check_pairs(what, outs, ins, /*out_is_bigger=*/true, size_);
     // Every input goes out in one block; rank r's block lands at r.
     auto off = byte_offsets(ins);
-    at::Tensor in_block = download(ins, off);
+    // gloo only reads the input: on the CPU plugin it reads the buffer's own
+    // memory, not a staged copy.
+    at::Tensor in_block = ins.size() == 1 ? device_memory(ins[0], /*writable=*/false) : at::Tensor();
+    in_block = in_block.defined() ? in_block.view(-1).view(at::kByte) : download(ins, off);
     int64_t n = off.back();
     at::Tensor out_block = host_bytes(n * size_);
     tpj_dist_buf_t ib = bytes_buf(in_block), ob = bytes_buf(out_block);
@@ -754,6 +790,13 @@ class PjrtBackend : public PjrtBackendBase {
     TORCH_CHECK(!ts.empty(), "pjrt ", what, ": no tensors");
     check_same_dtype(what, ts);
     Reduction r = plan_reduction(what, rop, ts[0].scalar_type());
+    if (root < 0 && ts.size() == 1) {
+      // On the CPU plugin an all_reduce's tensor whose buffer no one else
+      // holds is reduced where it lies: no staging copy, no new buffer.
+      at::Tensor mem = device_memory(ts[0], /*writable=*/true);
+      at::Tensor wire = mem.defined() ? wire_of(mem) : at::Tensor();
+      if (wire.defined() && wire.is_alias_of(mem)) return reduce_in_place(what, type, ts, mem, wire, r);
+    }
     auto off = byte_offsets(ts);
     at::Tensor block = download(ts, off);
     at::Tensor host = typed(block, ts[0].scalar_type());
@@ -775,6 +818,28 @@ class PjrtBackend : public PjrtBackendBase {
                   }, Sig{block.numel(), root, r.op});
   }
 
+  // all_reduce of ts[0] in its own buffer's memory, mem (wire: mem as the
+  // transport reduces it). Bumps the version as the staged path's upload
+  // does; the buffer itself stays the tensor's.
+  c10::intrusive_ptr<c10d::Work> reduce_in_place(const char* what, OpType type,
+                                                 std::vector<at::Tensor>& ts, at::Tensor mem,
+                                                 at::Tensor wire, const Reduction& r) {
+    Sig sig{static_cast<int64_t>(mem.numel() * mem.element_size()), -1, r.op};
+    tpj_dist_buf_t b = typed_buf(wire);
+    int size = size_;
+    at::Tensor t = ts[0];
+    return launch(what, type, ts, {wire},
+                  [&](tpj_dist_work_t** w) {
+                    // after the agreement: a refused call leaves t as it was
+                    if (r.pre_scale != 1.0) wire.mul_(r.pre_scale);
+                    return t_->all_reduce(t_->self, &b, r.op, w);
+                  },
+                  [=] {
+                    if (r.average) apply_average(wire, size);
+                    if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
+                  }, sig);
+  }
+
   // reduce_scatter over pieces laid out block by block (rank r's share of
   // every output in block r), into outs.
   c10::intrusive_ptr<c10d::Work> reduce_scatter_pieces(const char* what, OpType type,
@@ -787,7 +852,14 @@ class PjrtBackend : public PjrtBackendBase {
     TORCH_CHECK(pieces[0].scalar_type() == dt, "pjrt ", what, ": input and output dtypes differ (",
                 pieces[0].scalar_type(), " vs ", dt, ")");
     Reduction r = plan_reduction(what, rop, dt);
-    at::Tensor in_host = typed(download(pieces, byte_offsets(pieces)), dt);
+    // gloo's reduce_scatter reduces a clone of its input (torch 2.13's
+    // ProcessGroupGloo::reduce_scatter_tensor_coalesced), so on the CPU
+    // plugin it may read the buffer's own memory; not when PREMUL_SUM's
+    // factor must be applied to the input first.
+    at::Tensor in_host = pieces.size() == 1 && r.pre_scale == 1.0
+                             ? device_memory(pieces[0], /*writable=*/false)
+                             : at::Tensor();
+    in_host = in_host.defined() ? in_host.view(-1) : typed(download(pieces, byte_offsets(pieces)), dt);
     auto off = byte_offsets(outs);
     at::Tensor out_block = host_bytes(off.back());
     at::Tensor out_host = typed(out_block, dt);
@@ -810,7 +882,9 @@ class PjrtBackend : public PjrtBackendBase {
   c10::intrusive_ptr<c10d::Work> gather_like(const char* what, OpType type,
                                              std::vector<at::Tensor>& outs, at::Tensor& in) {
     std::vector<at::Tensor> ins{in};
-    at::Tensor in_block = download(ins, byte_offsets(ins));
+    at::Tensor in_block = device_memory(in, /*writable=*/false);  // read only, as above
+    in_block = in_block.defined() ? in_block.view(-1).view(at::kByte)
+                                  : download(ins, byte_offsets(ins));
     auto off = byte_offsets(outs);
     at::Tensor out_block = host_bytes(off.back());
     tpj_dist_buf_t ib = bytes_buf(in_block), ob = bytes_buf(out_block);

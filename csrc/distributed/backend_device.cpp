@@ -8,6 +8,7 @@
 // Work is complete when it is made.
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <algorithm>
 #include <memory>
 
 #include "distributed/dist.h"
@@ -231,11 +232,7 @@ class DeviceBackend : public PjrtBackendBase {
                 ": input and output dtypes differ (", in.scalar_type(), " vs ", out.scalar_type(), ")");
     std::vector<int64_t> ic = split_counts(what, in, in_splits, "input", size_, 1);
     std::vector<int64_t> oc = split_counts(what, out, out_splits, "output", size_, 1);
-    Operand x{c10::ArrayRef<at::Tensor>(in)}, y(out.numel(), out.scalar_type());
-    run(what, [&](tpj_dist_work_t** w) {
-      return t_->all_to_all(t_->self, &x.buf, &y.buf, ic.data(), oc.data(), w);
-    });
-    unpack(result(y.buf.out_device, out.scalar_type(), out.device()), {out});
+    unpack(all_to_all_flat(what, {in}, ic, oc, out.scalar_type(), out.device()), {out});
     return done(OpType::ALLTOALL_BASE, {out});
   }
 
@@ -244,18 +241,15 @@ class DeviceBackend : public PjrtBackendBase {
                                           const c10d::AllToAllOptions& o) override {
     const char* what = "all_to_all";
     check_lists(what, outs, ins, size_);
+    TORCH_CHECK(ins[0].scalar_type() == outs[0].scalar_type(), "pjrt ", what,
+                ": input and output dtypes differ (", ins[0].scalar_type(), " vs ",
+                outs[0].scalar_type(), ")");
     std::vector<int64_t> ic, oc;
-    int64_t out_numel = 0;
     for (int r = 0; r < size_; ++r) {
       ic.push_back(ins[r].numel());
       oc.push_back(outs[r].numel());
-      out_numel += outs[r].numel();
     }
-    Operand x(ins), y(out_numel, outs[0].scalar_type());
-    run(what, [&](tpj_dist_work_t** w) {
-      return t_->all_to_all(t_->self, &x.buf, &y.buf, ic.data(), oc.data(), w);
-    });
-    unpack(result(y.buf.out_device, outs[0].scalar_type(), outs[0].device()), outs);
+    unpack(all_to_all_flat(what, ins, ic, oc, outs[0].scalar_type(), outs[0].device()), outs);
     return done(OpType::ALLTOALL, outs);
   }
 
@@ -326,6 +320,66 @@ class DeviceBackend : public PjrtBackendBase {
       unpack(res, ts);
     }
     return done(type, ts);
+  }
+
+  // all_to_all of ins laid end to end: ic[r] elements go to rank r, and
+  // oc[r] arrive from rank r (the result, laid end to end). The transport
+  // runs even splits only (a replicated program has one shape on every
+  // replica), so uneven ones travel padded to the largest count of any
+  // pair and are sliced out after. Which path to take is decided from every
+  // rank's counts, exchanged first (one small all_gather and a host read),
+  // so that all ranks take the same one -- a rank's own counts may be even
+  // while another's are not -- and every rank raises the same error when
+  // one rank's sends do not match what its peer expects.
+  at::Tensor all_to_all_flat(const char* what, c10::ArrayRef<at::Tensor> ins,
+                             const std::vector<int64_t>& ic, const std::vector<int64_t>& oc,
+                             at::ScalarType dt, c10::Device dev) {
+    const int n = size_;
+    std::vector<int64_t> mine(ic);
+    mine.insert(mine.end(), oc.begin(), oc.end());
+    at::Tensor counts = at::empty({n * 2 * n}, at::TensorOptions().dtype(at::kLong).device(dev));
+    all_gather_into(at::tensor(mine, at::kLong).to(dev), {counts});
+    at::Tensor host = counts.cpu().view({n, 2, n});
+    auto a = host.accessor<int64_t, 3>();
+    int64_t widest = 0;
+    bool even = true;
+    for (int src = 0; src < n; ++src) {
+      for (int dst = 0; dst < n; ++dst) {
+        int64_t sent = a[src][0][dst], expected = a[dst][1][src];
+        TORCH_CHECK(sent == expected, "pjrt ", what, ": rank ", src, " sends ", sent,
+                    " elements to rank ", dst, ", which expects ", expected,
+                    " (the input and output splits of the ranks must agree)");
+        widest = std::max(widest, sent);
+        even = even && sent == a[0][0][0];
+      }
+    }
+    int64_t out_numel = 0;
+    for (int64_t c : oc) out_numel += c;
+    if (even) {
+      Operand x(ins), y(out_numel, dt);
+      run(what, [&](tpj_dist_work_t** w) {
+        return t_->all_to_all(t_->self, &x.buf, &y.buf, ic.data(), oc.data(), w);
+      });
+      return result(y.buf.out_device, dt, dev);
+    }
+    at::Tensor flat = pack(ins);
+    std::vector<at::Tensor> parts;
+    int64_t off = 0;
+    for (int r = 0; r < n; ++r) {
+      parts.push_back(flat.narrow(0, off, ic[r]));
+      if (ic[r] < widest) parts.push_back(at::zeros({widest - ic[r]}, flat.options()));
+      off += ic[r];
+    }
+    at::Tensor padded = at::cat(parts);
+    std::vector<int64_t> block(n, widest);
+    Operand x{c10::ArrayRef<at::Tensor>(padded)}, y(widest * n, dt);
+    run(what, [&](tpj_dist_work_t** w) {
+      return t_->all_to_all(t_->self, &x.buf, &y.buf, block.data(), block.data(), w);
+    });
+    at::Tensor got = result(y.buf.out_device, dt, dev);
+    parts.clear();
+    for (int r = 0; r < n; ++r) parts.push_back(got.narrow(0, r * widest, oc[r]));
+    return at::cat(parts);
   }
 
   void all_gather_into(const at::Tensor& in, c10::ArrayRef<at::Tensor> outs) {

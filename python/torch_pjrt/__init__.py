@@ -115,8 +115,9 @@ def metrics() -> dict:
     cache_misses, executions, evictions, h2d_bytes, d2h_bytes,
     fallback_calls; for torch.compile graph_compiles (graphs compiled),
     graph_runs, graph_traces (signatures captured), graph_splits (nodes
-    left to eager) and donated_buffers (inputs a graph overwrote in place);
-    and the gauges cache_size, live_buffers, live_bytes."""
+    left to eager), graph_collectives (functional collectives run from
+    compiled graphs, through the process group) and donated_buffers
+    (inputs a graph overwrote in place); and the gauges cache_size, live_buffers, live_bytes."""
     from . import _compile
 
     m = dict(_C._metrics())
@@ -136,7 +137,7 @@ def reset_metrics() -> None:
     for k in ("compiles", "compile_seconds", "cache_hits", "cache_hits_memory", "cache_misses",
               "executions", "evictions", "h2d_bytes", "d2h_bytes", "graph_compiles", "cache_hits_disk",
               "disk_writes", "disk_errors", "graph_runs", "donated_buffers",
-              "graph_traces", "graph_splits", "graph_eager"):
+              "graph_traces", "graph_splits", "graph_eager", "graph_collectives"):
         _METRICS_BASE[k] = m[k]
 
 

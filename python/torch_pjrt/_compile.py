@@ -19,6 +19,14 @@ last, as an epilogue; the device nodes between them stay one executable that
 takes the CPU scalars as runtime parameters. The prologue's foreach ops (one
 0-d step tensor per parameter) run as one op over the stacked values, not
 one CPU op per parameter (see _stack_host_foreach).
+
+Functional collectives (`_c10d_functional.*`, what DTensor, FSDP2's traced
+path and `torch.distributed._functional_collectives` put in a graph) are
+split points by design: each runs eagerly through the process group's
+backend ("pjrt" for tpu tensors) between captured executables, since across
+processes the other ranks' data arrives over the transport, not inside an
+XLA program. They are not counted as graph_splits (nothing fell back);
+metrics()["graph_collectives"] counts the collectives compiled graphs ran.
 """
 from __future__ import annotations
 
@@ -33,7 +41,14 @@ import torch.fx
 
 from . import _C
 
-_STATS = {"graph_splits": 0, "graph_traces": 0, "graph_eager": 0}
+_STATS = {"graph_splits": 0, "graph_traces": 0, "graph_eager": 0, "graph_collectives": 0}
+
+# The functional collectives' namespaces: their ops are dispatched to the
+# process group (CompositeExplicitAutograd kernels that call the backend), so
+# a trace cannot record them; they run eagerly between captured graphs.
+_COLLECTIVE_NS = ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd")
+# The ops that wait rather than communicate: not counted as collectives.
+_COLLECTIVE_WAITS = ("wait_tensor",)
 
 
 def _fallback_mode() -> str:
@@ -109,13 +124,19 @@ def run_eagerly(*names: str) -> None:
     _EAGER_OPS.update(names)
 
 
+def _is_collective(node: torch.fx.Node) -> bool:
+    t = node.target
+    return (node.op == "call_function" and isinstance(t, torch._ops.OpOverload)
+            and t.namespace in _COLLECTIVE_NS)
+
+
 def _supported(node: torch.fx.Node, producer_ok: dict) -> bool:
     if node.target is operator.getitem:
         src = node.args[0]
         return isinstance(src, torch.fx.Node) and producer_ok.get(src, False)
     if not isinstance(node.target, torch._ops.OpOverload):
         return False
-    if node.target.name() in _EAGER_OPS:
+    if node.target.name() in _EAGER_OPS or _is_collective(node):
         return False
     return _on_tpu(node) and _has_tpu_kernel(node.target)
 
@@ -212,6 +233,26 @@ class _Traced(torch.nn.Module):
         for i, r in zip(tensor_pos, results):
             flat[i] = r
         return tuple(flat) if is_seq else flat[0]
+
+
+def _count_collectives(gm: torch.fx.GraphModule) -> int:
+    return sum(1 for n in gm.graph.nodes
+               if _is_collective(n) and n.target._opname not in _COLLECTIVE_WAITS)
+
+
+class _Collectives(torch.nn.Module):
+    """An eager partition holding functional collectives: runs them through
+    the process group as they are, and counts them in
+    metrics()["graph_collectives"]."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        super().__init__()
+        self.gm = gm
+        self.count = _count_collectives(gm)
+
+    def forward(self, *args):
+        _STATS["graph_collectives"] += self.count
+        return self.gm(*args)
 
 
 def _consuming(runner: _Traced) -> Callable:
@@ -442,14 +483,18 @@ def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
     _fold_constants(gm)
     ok: dict = {}
     prologue, epilogue = _host_nodes(gm)
-    unsupported = []
+    unsupported: list = []
+    collectives: list = []
     for node in gm.graph.nodes:
         if node.op == "call_function":
             ok[node] = _supported(node, ok)
             if (not ok[node] and node.target is not operator.getitem
                     and node not in prologue and node not in epilogue):
-                unsupported.append(node)
-    if not unsupported and not prologue and not epilogue:
+                if _is_collective(node):
+                    collectives.append(node)
+                else:
+                    unsupported.append(node)
+    if not unsupported and not collectives and not prologue and not epilogue:
         return _Traced(gm)
     names = sorted({_describe(n) for n in unsupported})
     if unsupported and _fallback_mode() == "error":
@@ -496,6 +541,8 @@ def _partition(gm: torch.fx.GraphModule) -> torch.nn.Module:
         p = int(name.rsplit("_", 1)[1])
         if kinds.get(p, False):
             setattr(split, name, _Traced(sub))
+        elif _count_collectives(sub):
+            setattr(split, name, _Collectives(sub))
         elif p == 0:
             _stack_host_foreach(sub)
         elif p == pid + 1 and epilogue:

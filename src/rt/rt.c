@@ -647,6 +647,29 @@ tpj_status_t tpj_rt_buffer_to_host(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void* dst
   return tpj_rt_event_await(api, a.event, "copying to the host");
 }
 
+tpj_status_t tpj_rt_buffer_host_memory(tpj_rt_t* rt, tpj_rt_buffer_t* buf, void** out_ptr) {
+  *out_ptr = NULL;
+  const PJRT_Api* api = rt->api;
+  /* Only the CPU plugin's device memory is the process's own memory; other
+   * plugins' addresses are device addresses, not for the host to touch. */
+  if (strcmp(rt->platform_name, "cpu") != 0 || !TPJ_RT_HAS(api, PJRT_Buffer_UnsafePointer) ||
+      !TPJ_RT_HAS(api, PJRT_Buffer_ReadyEvent))
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "this plugin's device memory is not host memory");
+  TPJ_RETURN_IF_ERROR(tpj_rt_check_real(buf, "reading a buffer's host memory"));
+  TPJ_RETURN_IF_ERROR(tpj_rt_await_matching(rt, buf->device, -1));
+  TPJ_ARGS(PJRT_Buffer_ReadyEvent_Args, e);
+  e.buffer = (PJRT_Buffer*)buf->pjrt;
+  TPJ_PJRT(api, api->PJRT_Buffer_ReadyEvent(&e), "reading a buffer's host memory");
+  TPJ_RETURN_IF_ERROR(tpj_rt_event_await(api, e.event, "reading a buffer's host memory"));
+  TPJ_ARGS(PJRT_Buffer_UnsafePointer_Args, a);
+  a.buffer = (PJRT_Buffer*)buf->pjrt;
+  TPJ_PJRT(api, api->PJRT_Buffer_UnsafePointer(&a), "reading a buffer's host memory");
+  if (!a.buffer_pointer && tpj_rt_buffer_nbytes(buf))
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "the plugin gave no address for a buffer");
+  *out_ptr = (void*)a.buffer_pointer;
+  return NULL;
+}
+
 tpj_status_t tpj_rt_buffer_copy_to_device(tpj_rt_t* rt, tpj_rt_buffer_t* buf, int device,
                                           tpj_rt_buffer_t** out_buf) {
   *out_buf = NULL;

@@ -1,11 +1,13 @@
 /* rt: plugin loading failures, devices, exact host<->device byte transfer for
- * every dtype, device-to-device copies, buffer reference counting, compile
- * errors and synchronisation, on the real CPU plugin. */
+ * every dtype, device-to-device copies, a buffer's host memory, buffer
+ * reference counting, compile errors and synchronisation, on the real CPU
+ * plugin. */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "rt/reap.h"
 #include "rt/rt.h"
+#include "rt/upload.h"
 #include "tpj_test.h"
 
 TPJ_TEST(rt_open_missing_file_names_path) {
@@ -363,4 +365,29 @@ TPJ_TEST(rt_dropped_inputs_are_reaped_after_their_launches) {
   TPJ_EXPECT_OK(tpj_rt_synchronize(rt, -1));
   TPJ_EXPECT(tpj_rt_reap_pending() == 0);
   TPJ_EXPECT(tpj_rt_live_buffers() == start);
+}
+
+TPJ_TEST(rt_buffer_host_memory_is_the_bytes) {
+  /* The CPU plugin's device memory is host memory: the address holds the
+   * buffer's row-major bytes, and a write there (by the one holder) is what
+   * the next read of the buffer sees. */
+  tpj_rt_t* rt = tpj_test_rt();
+  TPJ_EXPECT(rt != NULL);
+  if (!rt) return;
+  int64_t d[2] = {3, 5};
+  float x[15];
+  for (int i = 0; i < 15; ++i) x[i] = (float)i * 0.5f - 3.0f;
+  tpj_rt_buffer_t* b = NULL;
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, d, 2, x, &b));
+  void* p = NULL;
+  TPJ_EXPECT_OK(tpj_rt_buffer_host_memory(rt, b, &p));
+  TPJ_EXPECT(p != NULL && p != (void*)x);
+  if (p) {
+    TPJ_EXPECT(memcmp(p, x, sizeof(x)) == 0);
+    ((float*)p)[7] = 42.0f;
+  }
+  float got[15];
+  TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, b, got, sizeof(got)));
+  TPJ_EXPECT(got[7] == 42.0f && got[6] == x[6] && got[8] == x[8]);
+  tpj_rt_buffer_release(b);
 }

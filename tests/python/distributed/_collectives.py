@@ -347,24 +347,107 @@ def suite():
         a2a = fc.all_to_all_single(data(rank, n=world).to(TPU), None, None, dist.group.WORLD)
         close(a2a, torch.stack([data(k, n=world)[rank] for k in range(world)]), "a2a")
 
+    @check("all_reduce_in_place_sharing")
+    def _():
+        # On the CPU plugin a tensor whose buffer no one else holds is reduced
+        # in the buffer's own memory: its views see the result, and a clone, a
+        # tensor sharing its buffer, or an op launched before keep their values.
+        want = local_reduce([data(k, n=16) for k in range(world)], R.SUM, torch.float32)
+        a = data(rank, n=16).to(TPU)
+        v = a.view(4, 4)
+        before = a * 1  # launched before the collective: reads the old values
+        c = a.clone()  # shares a's buffer until one is written
+        version = a._version
+        dist.all_reduce(a)
+        close(a, want, "a")
+        close(v.reshape(-1), want, "view of a")
+        close(before, data(rank, n=16), "op launched before")
+        close(c, data(rank, n=16), "clone of a")
+        assert a._version > version, (version, a._version)
+        import torch_pjrt
+        d = data(rank, n=16).to(TPU)
+        m0 = torch_pjrt.metrics()
+        dist.all_reduce(d, op=R.AVG)
+        m1 = torch_pjrt.metrics()
+        if torch_pjrt.info()["platform"] == "cpu":  # d's buffer is its own: nothing staged
+            moved = (m1["d2h_bytes"] - m0["d2h_bytes"], m1["h2d_bytes"] - m0["h2d_bytes"])
+            assert moved == (0, 0), moved
+        close(d, want / world, "AVG in place")
+        # reduce_scatter and all_gather read their input's memory: no
+        # download, and the input is unchanged
+        x = data(rank, n=4 * world).to(TPU)
+        o = torch.empty(4, device=TPU)
+        g = torch.empty(4 * world * world, device=TPU)
+        m0 = torch_pjrt.metrics()
+        dist.reduce_scatter_tensor(o, x)
+        dist.all_gather_into_tensor(g, x)
+        m1 = torch_pjrt.metrics()
+        if torch_pjrt.info()["platform"] == "cpu":
+            assert m1["d2h_bytes"] == m0["d2h_bytes"], (m0["d2h_bytes"], m1["d2h_bytes"])
+        close(x, data(rank, n=4 * world), "reduce_scatter's input")
+        close(o, local_reduce([data(k, n=4 * world) for k in range(world)], R.SUM,
+                              torch.float32)[4 * rank:4 * rank + 4], "reduce_scatter")
+        close(g, torch.cat([data(k, n=4 * world) for k in range(world)]), "all_gather")
+        e = data(rank, n=16).to(TPU)
+        work = dist.all_reduce(e, async_op=True)
+        fut = work.get_future()
+        work.wait()
+        close(fut.value()[0], want, "future's tensor")
+
     @check("compiled_functional_collective")
     def _():
-        # torch.compile(backend="tpu") on a graph holding a functional
-        # collective: one graph, no recompiles; today the tpu backend runs such
-        # a graph eagerly, each collective through "pjrt".
+        # torch.compile(backend="tpu") on graphs holding functional
+        # collectives: the compute around each collective runs as captured
+        # tpu executables, each collective through "pjrt" (counted in
+        # metrics()["graph_collectives"]); one graph, and nothing traced or
+        # compiled again after the first call.
         import torch._dynamo.utils as du
         import torch.distributed._functional_collectives as fc
+        import torch_pjrt
+
+        g = dist.group.WORLD
 
         def f(x):
-            return fc.all_reduce(x * 2, "sum", dist.group.WORLD) + 1
+            return fc.all_reduce(x * 2, "sum", g) + 1
 
-        cf = torch.compile(f, backend="tpu")
-        before = du.counters["stats"]["unique_graphs"]
-        for i in range(3):
-            y = cf(data(rank + i).to(TPU))
-            close(y, local_reduce([data(k + i) for k in range(world)], R.SUM, torch.float32) * 2 + 1,
-                  f"call {i}")
-        assert du.counters["stats"]["unique_graphs"] - before == 1, dict(du.counters["stats"])
+        def h(x, w):
+            # two collectives, with compute between them that does not wait
+            y = fc.all_gather_tensor(torch.tanh(x), 0, g)
+            z = (w @ w.t()).sum(0)
+            s = fc.reduce_scatter_tensor(y * 3 + z[0], "sum", 0, g)
+            return s - 1, z
+
+        w = torch.arange(16.0).reshape(4, 4) / 16
+        for fn, ncoll in ((f, 1), (h, 2)):
+            cf = torch.compile(fn, backend="tpu")
+            before = du.counters["stats"]["unique_graphs"]
+            for i in range(4):
+                if i == 1:  # warm-up done: count from here
+                    m0 = torch_pjrt.metrics()
+                x = data(rank + i, n=8)
+                if fn is f:
+                    y = cf(x.to(TPU))
+                    want = local_reduce([data(k + i, n=8) for k in range(world)], R.SUM,
+                                        torch.float32) * 2 + 1
+                else:
+                    y, z = cf(x.to(TPU), w.to(TPU))
+                    zz = (w @ w.t()).sum(0)
+                    close(z, zz, f"h call {i}: z")
+                    # every rank gathers the same tensor; the sum over ranks
+                    # is world times it, and this rank keeps its chunk
+                    full = torch.cat([torch.tanh(data(k + i, n=8)) for k in range(world)])
+                    want = (world * (full * 3 + zz[0])).reshape(world, -1)[rank] - 1
+                assert torch.allclose(y.cpu(), want, rtol=1e-5, atol=1e-5), \
+                    (fn.__name__, i, y.cpu(), want)
+            m1 = torch_pjrt.metrics()
+            d = {k: m1[k] - m0[k] for k in ("graph_collectives", "graph_traces", "graph_eager",
+                                            "graph_compiles", "graph_runs", "graph_splits")}
+            assert du.counters["stats"]["unique_graphs"] - before == 1, dict(du.counters["stats"])
+            assert d["graph_collectives"] == 3 * ncoll, d
+            # the compute ran as captured graphs, none traced or compiled anew
+            assert d["graph_runs"] >= 3 * 2, d
+            assert d["graph_traces"] == d["graph_compiles"] == d["graph_eager"] == 0, d
+            assert d["graph_splits"] == 0, d
 
     @check("unsupported_names_op_and_dtype")
     def _():

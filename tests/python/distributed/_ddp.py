@@ -26,7 +26,7 @@ def _train(model, batches, rank, world, ddp=None, lr=0.1):
         if ddp is not None:  # this rank's shard of the global batch
             idx, tgt = idx[rank * per:(rank + 1) * per], tgt[rank * per:(rank + 1) * per]
         opt.zero_grad()
-        loss = lm_loss(ddp or model, idx.to("tpu"), tgt.to("tpu"))
+        loss = lm_loss(model if ddp is None else ddp, idx.to("tpu"), tgt.to("tpu"))
         loss.backward()
         opt.step()
         if ddp is not None:  # the global batch's loss: the mean over shards
@@ -108,3 +108,34 @@ def no_sync_and_hooks():
     dist.barrier()
     dist.destroy_process_group()
     return True
+
+
+def compiled():
+    """torch.compile(backend="tpu") of a DDP model (the gradient buckets'
+    all_reduce runs through "pjrt" from DDP's hooks, around the compiled
+    forward and backward): the losses and parameters of eager DDP. Default
+    buckets: Dynamo's DDPOptimizer refuses a bucket cap under DDP's 1 MiB
+    first bucket, and the test LM fits in one."""
+    import torch_pjrt
+
+    rank, world = init()
+    batches = lm_batches(4, batch=GLOBAL_BATCH)
+    base = TinyLM().to("tpu")
+
+    eager = copy.deepcopy(base)
+    eager_losses = _train(eager, batches, rank, world, ddp=DDP(eager))
+
+    model = copy.deepcopy(base)
+    cddp = torch.compile(DDP(model), backend="tpu")
+    torch_pjrt.reset_metrics()
+    losses = _train(model, batches, rank, world, ddp=cddp)
+    m = torch_pjrt.metrics()
+    assert m["graph_runs"] > 0 and m["graph_eager"] == 0, m
+    for a, b in zip(losses, eager_losses):
+        assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), (losses, eager_losses)
+    out = {"losses": losses, "eager_losses": eager_losses,
+           "param_diff": compare(_params(model), _params(eager), 2e-4, "compiled ddp"),
+           "metrics": {k: m[k] for k in ("graph_runs", "graph_splits", "graph_collectives")}}
+    dist.barrier()
+    dist.destroy_process_group()
+    return out

@@ -134,3 +134,34 @@ def checkpoint_load():
     dist.barrier()
     dist.destroy_process_group()
     return True
+
+
+def compiled():
+    """torch.compile(backend="tpu") of a fully_shard model (FSDP2's hooks run
+    eagerly around the compiled blocks, their all-gathers and
+    reduce-scatters through "pjrt"): the losses and parameters of eager
+    FSDP2."""
+    import torch_pjrt
+
+    rank, world = init("pjrt")
+    per = GLOBAL_BATCH // world
+    shard = lambda x: x[rank * per:(rank + 1) * per]  # noqa: E731
+    batches = lm_batches(3, batch=GLOBAL_BATCH)
+    base = TinyLM().to("tpu")
+    eager = _shard_model(base)
+    eager_losses = _train(eager, batches, shard)
+
+    model = _shard_model(base)
+    torch_pjrt.reset_metrics()
+    losses = _train(torch.compile(model, backend="tpu"), batches, shard)
+    m = torch_pjrt.metrics()
+    assert m["graph_runs"] > 0 and m["graph_eager"] == 0, m
+    for a, b in zip(losses, eager_losses):
+        assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), (losses, eager_losses)
+    a, b = _full(model), _full(eager)
+    worst = max((a[k] - b[k]).abs().max().item() for k in a)
+    assert worst <= 2e-4, worst
+    dist.barrier()
+    dist.destroy_process_group()
+    return {"losses": losses, "eager_losses": eager_losses, "param_diff": worst,
+            "metrics": {k: m[k] for k in ("graph_runs", "graph_splits", "graph_collectives")}}

@@ -287,15 +287,59 @@ def suite():
         raise AssertionError("no error")
     c.run("shape mismatch raises on every rank", lambda: ranks(n, mismatch))
 
-    def uneven(r):
+    # Uneven splits: rank r sends (r + q) % 3 + (q == 0) rows to rank q (some
+    # pairs none), so rank 0's input splits differ from its output splits.
+    def rows(src, dst):
+        return (src + dst) % 3 + (dst == 0)
+
+    def uneven(r, dtype):
+        ins = [rows(r, q) for q in range(n)]
+        outs = [rows(q, r) for q in range(n)]
+        x = data(r, sum(ins) * 2, dtype, (sum(ins), 2))
+        out = torch.empty(sum(outs), 2, dtype=dtype, device=dev[r])
+        dist.all_to_all_single(out, x.to(dev[r]), outs, ins, group=xla[r])
+        # what every rank sent to r, computed here ...
+        want = torch.cat([data(q, sum(rows(q, k) for k in range(n)) * 2, dtype,
+                               (-1, 2))[sum(rows(q, k) for k in range(r)):][:outs[q]]
+                          for q in range(n)])
+        same(out, want, "exchanged")
+        if dtype != torch.bool:  # ... and by gloo on CPU tensors
+            ref = torch.empty(sum(outs), 2, dtype=dtype)
+            dist.all_to_all_single(ref, x, outs, ins, group=gloo[r])
+            same(out, ref, "exchanged (gloo)")
+        # the list form, with a pair that sends nothing
+        lin = [data(10 * r + q, rows(r, q), dtype) for q in range(n)]
+        lout = [torch.empty(rows(q, r), dtype=dtype, device=dev[r]) for q in range(n)]
+        dist.all_to_all(lout, [t.to(dev[r]) for t in lin], group=xla[r])
+        for q in range(n):
+            same(lout[q], data(10 * q + r, rows(q, r), dtype), f"list from {q}")
+    for dt in (torch.float32, torch.int64, torch.bool):
+        c.run(f"all_to_all uneven {dt}", lambda dt=dt: ranks(n, lambda r: uneven(r, dt)))
+
+    def uneven_one_rank(r):
+        # only rank 3 is uneven (it keeps 5 rows for itself); the others'
+        # own splits are even, so every rank must still take the same path.
+        ins = [2] * n if r != 3 else [2] * (n - 1) + [5]
+        x = data(r, sum(ins), torch.float32)
+        out = torch.empty(sum(ins), device=dev[r])
+        dist.all_to_all_single(out, x.to(dev[r]), ins, ins, group=xla[r])
+        want = torch.empty(sum(ins))
+        dist.all_to_all_single(want, x, ins, ins, group=gloo[r])
+        same(out, want, "exchanged")
+    c.run("all_to_all one rank uneven", lambda: ranks(n, uneven_one_rank))
+
+    def splits_disagree(r):
+        # rank 1 expects 2 elements from rank 0, which sends 1: every rank
+        # raises the same error, none hangs
+        outs = [1] * n if r != 1 else [2] + [1] * (n - 1)
         try:
-            dist.all_to_all_single(torch.empty(n + 1, device=dev[r]), torch.ones(n + 1, device=dev[r]),
-                                   [2] + [1] * (n - 1), [2] + [1] * (n - 1), group=xla[r])
-        except NotImplementedError as e:
-            assert "even splits" in str(e), str(e)
+            dist.all_to_all_single(torch.empty(sum(outs), device=dev[r]),
+                                   torch.ones(n, device=dev[r]), outs, [1] * n, group=xla[r])
+        except RuntimeError as e:
+            assert "rank 0 sends 1 elements to rank 1, which expects 2" in str(e), str(e)
             return
         raise AssertionError("no error")
-    c.run("uneven all_to_all names what is missing", lambda: ranks(n, uneven))
+    c.run("all_to_all splits that disagree raise on every rank", lambda: ranks(n, splits_disagree))
 
     def wrong_device(r):
         try:
