@@ -26,6 +26,7 @@ from vllm.v1.worker.worker_base import CompilationTimes
 from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
 from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
+from . import quant as _quant  # noqa: F401  (the weight-only quantized linear kernel)
 from .attention import TpuAttentionMetadataBuilder, block_buckets, register_host_table
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
 
