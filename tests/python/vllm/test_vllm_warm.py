@@ -29,7 +29,7 @@ from vllm import LLM, SamplingParams
 
 llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=128, kv_cache_memory_bytes=8 << 20,
           enforce_eager=sys.argv[2] == "eager", seed=0, max_num_batched_tokens=128,
-          max_num_seqs=16)
+          max_num_seqs=8)
 lens = [1, 5, 37, 17, 4, 70, 9, 23, 2, 50, 12, 3, 64, 8]
 kinds = [dict(temperature=0), dict(temperature=0.8, top_p=0.9, top_k=20, seed=1),
          dict(temperature=1.0, n=2, seed=3), dict(temperature=0, logprobs=2),
@@ -76,7 +76,7 @@ def _run(path, mode):
 def test_mixed_workload_compiles_nothing_after_warm_up(tmp_path):
     path = tiny_models.build_llama(str(tmp_path / "tiny-llama"))
     compiled = _run(path, "compiled")
-    # Every step (prefills of 1-70 tokens next to decodes, 1 to 16 requests,
+    # Every step (prefills of 1-70 tokens next to decodes, 1 to 8 requests,
     # greedy next to seeded top-k/top-p, logprobs or not) ran programs that
     # the warm-up had compiled: no compile, no program-cache miss.
     assert compiled["graph_runs"] > 0 and compiled["steps"] > 10
