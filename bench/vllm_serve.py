@@ -100,19 +100,21 @@ def child_vllm(args, prompts, backend):
     return row
 
 
-# (label, file suffix, function) whose cumulative time the profile reports.
+# (label, file suffix(es), function name(s)) whose cumulative time the
+# profile reports: vLLM's own, or the plugin's override that replaces it.
 PHASES = [
     ("engine step", "v1/engine/core.py", "step"),
     ("scheduler", "v1/core/sched/scheduler.py", "schedule"),
     ("execute_model", "v1/worker/gpu_model_runner.py", "execute_model"),
-    ("  input preparation", "v1/worker/gpu_model_runner.py", "_prepare_inputs"),
+    ("  input preparation", ("v1/worker/gpu_model_runner.py", "torch_pjrt/vllm/worker.py"),
+     "_prepare_inputs"),
     ("  attention metadata", "torch_pjrt/vllm/attention.py", "build"),
     ("  model forward", "v1/worker/gpu_model_runner.py", "_model_forward"),
     ("    attention (eager)", "torch_pjrt/vllm/attention.py", "forward"),
     ("    KV cache writes (eager)", "torch_pjrt/vllm/attention.py", "do_kv_cache_update"),
     ("  logits", "model_executor/layers/logits_processor.py", "forward"),
     ("sample_tokens", "v1/worker/gpu_model_runner.py", "sample_tokens"),
-    ("  sampler", "v1/sample/sampler.py", "forward"),
+    ("  sampler", ("v1/sample/sampler.py", "torch_pjrt/vllm/sampler.py"), ("forward", "sample")),
     ("  output copy and bookkeeping", "v1/worker/gpu_model_runner.py", "_bookkeeping_sync"),
     ("output processing", "v1/engine/output_processor.py", "process_outputs"),
 ]
@@ -137,7 +139,11 @@ def profile_decode(llm, params):
     stats = pstats.Stats(prof).stats  # (file, line, fn) -> (cc, nc, tt, ct, callers)
     out = {"generate_s": round(total, 2), "steps": params.max_tokens}
     for label, suffix, fn in PHASES:
-        ct = sum(v[3] for (f, _, name), v in stats.items() if f.endswith(suffix) and name == fn)
+        fns = (fn,) if isinstance(fn, str) else fn
+        # The outermost match only: an override that calls vLLM's method
+        # would otherwise be counted twice.
+        ct = max([v[3] for (f, _, name), v in stats.items()
+                  if f.endswith(suffix) and name in fns] or [0])
         out[label] = f"{100 * ct / total:.0f}%"
     return out
 

@@ -20,6 +20,10 @@ logger = init_logger(__name__)
 
 ATTENTION_BACKEND = "torch_pjrt.vllm.attention.TpuAttentionBackend"
 
+# The quantization methods whose layers run on tpu (quant.py) and are checked
+# against vLLM's CPU backend (tests/python/vllm/test_vllm_quant.py).
+SUPPORTED_QUANTIZATION = ("compressed-tensors",)
+
 # The default KV cache when the user gives neither kv_cache_memory_bytes nor
 # a reason to size it from free memory: on the CPU plugin "device memory" is
 # the host's RAM, and 90% of it (vLLM's default gpu_memory_utilization)
@@ -109,9 +113,12 @@ class TpuPlatform(Platform):
 
     @classmethod
     def verify_quantization(cls, quant: str) -> None:
-        # No quantization method is checked on tpu yet: each is refused with
-        # vLLM's own message rather than run unchecked.
-        raise ValueError(f"{quant} quantization is currently not supported in {cls.device_name}.")
+        # The methods whose layers run on tpu and were checked against
+        # vLLM's CPU backend (quant.py); every other is refused with vLLM's
+        # own message rather than run unchecked.
+        if quant not in SUPPORTED_QUANTIZATION:
+            raise ValueError(
+                f"{quant} quantization is currently not supported in {cls.device_name}.")
 
     @classmethod
     def check_if_supports_dtype(cls, dtype: torch.dtype) -> None:

@@ -13,12 +13,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
+import numpy as np
 import torch
 from tqdm import tqdm
 from vllm.logger import init_logger
 from vllm.utils.mem_utils import format_gib
 from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.utils import CpuGpuBuffer
+from vllm.v1.worker import gpu_input_batch
+from vllm.v1.worker.gpu_input_batch import InputBatch
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
@@ -26,13 +29,34 @@ from vllm.v1.worker.worker_base import CompilationTimes
 from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
 from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
+from . import quant as _quant  # noqa: F401  (the weight-only quantized linear kernel)
 from .attention import TpuAttentionMetadataBuilder, block_buckets, register_host_table
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
+from .sampler import PaddedSampler, request_bucket, request_buckets
 
 logger = init_logger(__name__)
 
 
 class TpuModelRunner(GPUModelRunner):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.input_batch.__class__ = TpuInputBatch
+        self.padded_sampler = PaddedSampler(self.sampler, self.model_config.get_vocab_size(),
+                                            self.model_config.max_logprobs, self.device)
+
+    def may_reinitialize_input_batch(self, *args, **kwargs) -> None:
+        super().may_reinitialize_input_batch(*args, **kwargs)
+        self.input_batch.__class__ = TpuInputBatch
+
+    def _pads_requests(self) -> bool:
+        """Whether steps run on a padded request count (our input
+        preparation and sampler): compiled serving without the features
+        whose inputs vLLM prepares itself."""
+        return not (self.model_config.enforce_eager or self.speculative_config is not None
+                    or self.uses_mrope or self.enable_prompt_embeds or self.lora_config
+                    or self.use_async_scheduling or self.is_pooling_model
+                    or self.supports_mm_inputs or self.model_config.is_encoder_decoder)
+
     def load_model(self, *args, **kwargs) -> None:
         super().load_model(*args, **kwargs)
         if not self.model_config.enforce_eager:
@@ -54,11 +78,100 @@ class TpuModelRunner(GPUModelRunner):
         padded = min(bucket_size(desc.num_tokens), self.max_num_tokens)
         return (mode, dataclasses.replace(desc, num_tokens=padded), *rest)
 
-    def _prepare_inputs(self, *args, **kwargs):
+    def _prepare_inputs(self, scheduler_output, num_scheduled_tokens: np.ndarray):
         # The attention metadata builder reads the block tables on the host.
         for t in self.input_batch.block_table.block_tables:
             register_host_table(t.block_table.gpu, t.block_table.np)
-        return super()._prepare_inputs(*args, **kwargs)
+        if not self._pads_requests():
+            return super()._prepare_inputs(scheduler_output, num_scheduled_tokens)
+        return self._prepare_padded_inputs(scheduler_output, num_scheduled_tokens)
+
+    def _prepare_padded_inputs(self, scheduler_output, num_scheduled_tokens: np.ndarray):
+        """GPUModelRunner._prepare_inputs without its device ops on the first
+        n rows of a buffer (each n a program of its own): everything is
+        worked out on the host, and every device buffer is uploaded whole.
+        Returns the logits indices padded to the request bucket (padding
+        rows read token 0; their samples are dropped)."""
+        batch = self.input_batch
+        R = batch.num_reqs
+        T = scheduler_output.total_num_scheduled_tokens
+        for t in batch.block_table.block_tables:  # vLLM sends the first R rows
+            t.block_table.gpu.copy_(t.block_table.cpu)
+
+        req_indices = np.repeat(self.arange_np[:R], num_scheduled_tokens)
+        cu = self._get_cumsum_and_arange(num_scheduled_tokens, self.query_pos.np)
+        computed = batch.num_computed_tokens_cpu[:R]
+        positions = computed[req_indices] + self.query_pos.np[:T]
+        token_indices = positions + req_indices * batch.token_ids_cpu.shape[1]
+        torch.index_select(batch.token_ids_cpu_tensor.flatten(), 0,
+                           torch.from_numpy(token_indices), out=self.input_ids.cpu[:T])
+
+        qsl = self.query_start_loc
+        qsl.np[0] = 0
+        qsl.np[1:R + 1] = cu
+        qsl.np[R + 1:] = cu[-1]
+        qsl.copy_to_gpu()
+        seq = self.optimistic_seq_lens_cpu
+        seq[:R] = torch.from_numpy(computed + num_scheduled_tokens)
+        seq[R:] = 0
+        self._compute_prev_positions(R)
+        num_tokens = np.array([self.requests[r].num_tokens for r in batch.req_ids], np.int32)
+        self.discard_request_mask.np[:R] = seq[:R].numpy() < num_tokens
+        self.discard_request_mask.copy_to_gpu()
+        self.num_accepted_tokens.np.fill(1)
+        self.num_accepted_tokens.copy_to_gpu()
+
+        self.req_indices.np[:T] = req_indices
+        self.req_indices.copy_to_gpu()
+        self.query_pos.copy_to_gpu()
+        self.num_scheduled_tokens.np[:R] = num_scheduled_tokens
+        self.num_scheduled_tokens.np[R:] = 0
+        self.num_scheduled_tokens.copy_to_gpu()
+        self.num_computed_tokens.copy_(_host_whole(self.num_computed_tokens, computed))
+        self.positions.copy_(_host_whole(self.positions, positions))
+        self.seq_lens.copy_(seq)
+        batch.block_table.compute_slot_mapping(R, qsl.gpu[:R + 1], self.positions[:T])
+        self._prepare_input_ids(scheduler_output, R, T, cu)
+
+        # On the host: the hidden-state gather checks host indices where they
+        # are and uploads them with the op; a device index would make the
+        # host wait for the whole forward pass queued before it.
+        padded = request_bucket(R, self.max_num_reqs)
+        logits_indices = np.zeros(padded, dtype=np.int64)
+        logits_indices[:R] = cu - 1
+        return torch.from_numpy(logits_indices), None, 1
+
+    def _preprocess(self, scheduler_output, num_input_tokens, intermediate_tensors=None):
+        if not self._pads_requests():
+            return super()._preprocess(scheduler_output, num_input_tokens, intermediate_tensors)
+        # GPUModelRunner._preprocess's text-only path, less its zeroing of
+        # the padding tokens' positions (a program per token count): the
+        # whole-buffer upload of _prepare_padded_inputs wrote them as zeros.
+        return (self.input_ids.gpu[:num_input_tokens], None, self.positions[:num_input_tokens],
+                None, self._init_model_kwargs(), None)
+
+    def _get_slot_mappings(self, num_tokens_padded, num_reqs_padded, num_tokens_unpadded,
+                           ubatch_slices=None):
+        if self._pads_requests():
+            # vLLM fills the padding rows' slots with -1, a program per
+            # token count; compute_slot_mapping (kernels.py) has already
+            # written -1 past the batch's tokens, over the whole buffer.
+            num_tokens_unpadded = num_tokens_padded
+        return super()._get_slot_mappings(num_tokens_padded, num_reqs_padded,
+                                          num_tokens_unpadded, ubatch_slices)
+
+    def _sample(self, logits, spec_decode_metadata):
+        md = self.input_batch.sampling_metadata
+        R = self.input_batch.num_reqs
+        if logits is None or not self._pads_requests():
+            return super()._sample(logits, spec_decode_metadata)
+        if spec_decode_metadata is None and self.padded_sampler.covers(md):
+            return self.padded_sampler.sample(logits, md, self.input_batch, R,
+                                              not self.input_batch.no_top_k,
+                                              not self.input_batch.no_top_p)
+        # What the padded sampler does not cover: vLLM's sampler on the
+        # real rows (which may compile for this request count).
+        return super()._sample(logits[:R], spec_decode_metadata)
 
     def _make_buffer(self, *size, dtype: torch.dtype, numpy: bool = True) -> CpuGpuBuffer:
         return _WholeCopyBuffer(*size, dtype=dtype, device=self.device, with_numpy=numpy)
@@ -69,6 +182,20 @@ class TpuModelRunner(GPUModelRunner):
         mask = self.is_padding
         mask.copy_(torch.arange(mask.shape[0], device=mask.device) >= num_tokens_unpadded)
         return mask[:num_tokens_padded]
+
+    def warm_up_requests(self, token_sizes: list[int]) -> None:
+        """Compiles what a step runs per request bucket: picking the
+        sampled tokens' hidden states (per token bucket too), the logits,
+        and the padded sampler's op sequences."""
+        hidden_size = self.model_config.get_hidden_size()
+        for padded in request_buckets(self.max_num_reqs):
+            idx = torch.zeros(padded, dtype=torch.int64)  # on the host, as in serving
+            for n in token_sizes:
+                hidden = torch.zeros(n, hidden_size, dtype=self.model_config.dtype,
+                                     device=self.device)
+                picked = hidden[idx]
+            logits = self.model.compute_logits(picked)
+            self.padded_sampler.warm_up(logits, self.input_batch.logitsprocs)
 
     def initialize_kv_cache_tensors(self, *args, **kwargs):
         # vLLM carves every layer's cache out of one raw int8 allocation. On
@@ -96,6 +223,34 @@ class TpuModelRunner(GPUModelRunner):
 
     def capture_model(self) -> int:
         return 0  # no CUDA graphs
+
+
+def _host_whole(device_buf: torch.Tensor, head: np.ndarray) -> torch.Tensor:
+    """A host tensor shaped as device_buf whose first rows are head, the rest
+    zeros: copying it into device_buf is an upload of the whole buffer."""
+    out = torch.zeros(device_buf.shape, dtype=device_buf.dtype)
+    out[: len(head)] = torch.from_numpy(np.ascontiguousarray(head))
+    return out
+
+
+class TpuInputBatch(InputBatch):
+    """vLLM's persistent batch, whose sampling parameters reach the device
+    as whole-buffer uploads (vLLM copies the first n rows: a program per n)."""
+
+    def _make_sampling_metadata(self):
+        copy_slice = gpu_input_batch.copy_slice
+        gpu_input_batch.copy_slice = _copy_whole
+        try:
+            return super()._make_sampling_metadata()
+        finally:
+            gpu_input_batch.copy_slice = copy_slice
+
+
+def _copy_whole(from_tensor: torch.Tensor, to_tensor: torch.Tensor, length: int) -> torch.Tensor:
+    """vllm.v1.utils.copy_slice's contract (the first `length` rows of
+    to_tensor hold from_tensor's), by uploading the whole host buffer."""
+    to_tensor.copy_(from_tensor)
+    return to_tensor[:length]
 
 
 def _own_storages(kv_caches: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -192,6 +347,8 @@ class TpuWorker(Worker):
             # buffers: one call compiles its programs for every batch.
             runner.input_batch.block_table.compute_slot_mapping(
                 1, runner.query_start_loc.gpu[:2], runner.positions[:1])
+            if runner._pads_requests():
+                runner.warm_up_requests(sizes)
         # Restore the seed that start-up draws (dummy weights, profiling) moved.
         set_random_seed(self.model_config.seed)
         return CompilationTimes(

@@ -1,0 +1,161 @@
+"""Sampling on tpu over a padded request count.
+
+vLLM's sampler runs eager ops on [requests, vocab] tensors and takes a
+different op sequence for greedy, random, top-k/top-p and seeded batches;
+each request count is a new shape, so each new count compiled a dozen
+programs while serving. Here the logits come padded to a request bucket
+(a power of two, TpuModelRunner._prepare_inputs), the per-request
+parameters are padded on the host to the same bucket, and every batch runs
+one of three op sequences (greedy only; random; random with top-k/top-p),
+each with or without logprobs, whose programs the worker compiles for every
+bucket at start-up (warm_up). The results come back to the host whole and
+are cut to the real requests there.
+
+The maths is vLLM's own (Sampler and its top-k/top-p and exponential-race
+sampling, reused where they take tensors), so tokens and logprobs are the
+ones vLLM's sampler gives. Two layout changes keep shapes fixed:
+- a seeded request's noise row is drawn as a fresh [vocab] tensor from its
+  generator and the rows are stacked, instead of written into row i of the
+  batch's noise (a write at row i is a program per i);
+- the top logprobs are gathered for the largest count any request may ask
+  (max_logprobs) and cut on the host to the batch's largest.
+
+Batches that use what this does not cover (penalties, bad words, allowed
+token ids, logprob token ids, other logprobs modes, all-vocab logprobs) go
+through vLLM's own sampler on the real rows, which may compile.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from vllm.v1.outputs import LogprobsTensors, SamplerOutput
+from vllm.v1.sample.metadata import SamplingMetadata
+from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
+from vllm.v1.sample.sampler import _SAMPLING_EPS, Sampler
+
+
+def request_bucket(n: int, max_reqs: int) -> int:
+    """The padded request count for n requests: the next power of two, at
+    most max_reqs."""
+    return min(1 << max(0, int(n) - 1).bit_length(), max_reqs)
+
+
+def request_buckets(max_reqs: int) -> list[int]:
+    """Every value request_bucket takes up to max_reqs."""
+    return sorted({request_bucket(n, max_reqs) for n in range(1, max_reqs + 1)})
+
+
+class PaddedSampler:
+    def __init__(self, sampler: Sampler, vocab_size: int, max_logprobs: int, device):
+        self.sampler = sampler
+        self.vocab = vocab_size
+        # max_logprobs -1 lets a request ask for the whole vocabulary.
+        self.k = vocab_size if max_logprobs < 0 else max(1, min(max_logprobs, vocab_size))
+        self.device = device
+
+    def covers(self, md: SamplingMetadata) -> bool:
+        """Whether this batch's sampling runs here (else vLLM's sampler)."""
+        k = md.max_num_logprobs
+        holder = md.thinking_budget_state_holder
+        return (self.sampler.logprobs_mode == "raw_logprobs" and md.no_penalties
+                and not md.bad_words_token_ids and md.allowed_token_ids_mask is None
+                and not md.logprob_token_ids and (k is None or 0 <= k <= self.k)
+                and (holder is None or not holder.has_tracked_requests()))
+
+    def sample(self, logits: torch.Tensor, md: SamplingMetadata, batch, num_reqs: int,
+               top_k: bool, top_p: bool) -> SamplerOutput:
+        """Samples logits [bucket, vocab] (rows past num_reqs are padding);
+        returns the real rows' tokens and logprobs as host tensors."""
+        padded = logits.shape[0]
+        params = self._params(batch, num_reqs, padded, md.all_greedy, top_k, top_p)
+        sampled, logprobs = self._run(logits, md, params, num_reqs, padded)
+        tokens = sampled.cpu()[:num_reqs]
+        lp = None
+        if logprobs is not None:
+            cols = md.max_num_logprobs + 1
+            ids, vals, ranks = (t.cpu() for t in logprobs)
+            lp = LogprobsTensors(ids[:num_reqs, :cols], vals[:num_reqs, :cols], ranks[:num_reqs])
+        return SamplerOutput(sampled_token_ids=tokens, logprobs_tensors=lp)
+
+    def _params(self, batch, num_reqs, padded, all_greedy, top_k, top_p):
+        """The per-request parameters padded to the bucket on the host (the
+        padding rows sample greedily, with no top-k/top-p), uploaded whole."""
+        if all_greedy:
+            return None
+        temp = np.ones(padded, dtype=np.float32)
+        temp[:num_reqs] = batch.temperature_cpu[:num_reqs]
+        out = {"temperature": torch.from_numpy(temp).to(self.device)}
+        if top_k or top_p:
+            k = np.full(padded, self.vocab, dtype=np.int32)
+            p = np.ones(padded, dtype=np.float32)
+            k[:num_reqs] = batch.top_k_cpu[:num_reqs]
+            p[:num_reqs] = batch.top_p_cpu[:num_reqs]
+            out["top_k"] = torch.from_numpy(k).to(self.device)
+            out["top_p"] = torch.from_numpy(p).to(self.device)
+        return out
+
+    def _run(self, logits, md, params, num_reqs, padded):
+        s = self.sampler
+        raw = s.compute_logprobs(logits) if md.max_num_logprobs is not None else None
+        logits = logits.to(torch.float32)
+        # min_tokens and logit_bias act on the rows they name (none when no
+        # request uses them).
+        for proc in md.logitsprocs.non_argmax_invariant:
+            logits = proc.apply(logits)
+        greedy = logits.argmax(dim=-1).view(-1)
+        if params is None:
+            sampled = greedy
+        else:
+            temp = params["temperature"]
+            scaled = logits / torch.where(temp < _SAMPLING_EPS, 1.0, temp).unsqueeze(1)
+            for proc in md.logitsprocs.argmax_invariant:  # min_p
+                scaled = proc.apply(scaled)
+            if "top_k" in params:
+                scaled = apply_top_k_top_p_pytorch(scaled, params["top_k"], params["top_p"])
+            probs = scaled.softmax(dim=-1, dtype=torch.float32)
+            q = self._noise(probs, {i: g for i, g in md.generators.items() if i < num_reqs})
+            random = probs.div(q).argmax(dim=-1).view(-1)
+            sampled = torch.where(temp < _SAMPLING_EPS, greedy, random)
+        sampled = sampled.long()
+        logprobs = None
+        if raw is not None:
+            t = s.gather_logprobs(raw, self.k, token_ids=sampled)
+            logprobs = (t.logprob_token_ids, t.logprobs, t.selected_token_ranks)
+        return sampled.to(torch.int32).unsqueeze(-1), logprobs
+
+    def _noise(self, probs, generators):
+        """Exponential noise for the race that picks each row's token: one
+        draw for the batch, or, when some requests have their own seeded
+        generator, one fresh [vocab] draw per row (from its generator, else
+        the device's) stacked; each request's draws depend only on its
+        generator, whatever else is in the batch."""
+        q = torch.empty_like(probs)
+        if not generators:
+            return q.exponential_()
+        rows = [torch.empty(probs.shape[1], dtype=probs.dtype, device=probs.device)
+                .exponential_(generator=generators.get(i)) for i in range(probs.shape[0])]
+        return torch.stack(rows)
+
+    def warm_up(self, logits: torch.Tensor, logitsprocs) -> None:
+        """Runs every op sequence sample() may take on logits of this
+        bucket, so that their programs are compiled before serving."""
+        padded = logits.shape[0]
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(0)
+
+        class _Batch:  # the host arrays sample() reads from the input batch
+            temperature_cpu = np.full(padded, 0.7, dtype=np.float32)
+            top_k_cpu = np.full(padded, 5, dtype=np.int32)
+            top_p_cpu = np.full(padded, 0.9, dtype=np.float32)
+
+        _Batch.temperature_cpu[0] = 0.0  # a greedy row among random ones
+        for all_greedy, topkp, generators, k in ((True, False, {}, self.k),
+                                                  (False, True, {0: gen}, self.k),
+                                                  (False, False, {}, None)):
+            md = SamplingMetadata(
+                temperature=None, all_greedy=all_greedy, all_random=False, top_p=None,
+                top_k=None, generators=generators, max_num_logprobs=k, no_penalties=True,
+                prompt_token_ids=None, frequency_penalties=None, presence_penalties=None,
+                repetition_penalties=None, output_token_ids=[], allowed_token_ids_mask=None,
+                bad_words_token_ids={}, logitsprocs=logitsprocs)
+            self.sample(logits, md, _Batch, padded, topkp, topkp)
