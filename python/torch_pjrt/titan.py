@@ -58,9 +58,9 @@ def qwen3_moe_debugmodel():
 
 
 def qwen3_moe_smallmodel():
-    """qwen3_moe_debugmodel with 8 experts (top 2) in 4 layers instead of 64
+    """qwen3_moe_debugmodel with 8 experts (top 2) in 2 layers instead of 64
     (top 8) in 8: the same classes and code paths (router, token dispatcher,
-    grouped GEMMs, scatter-add combine) at 19M expert parameters instead of
+    grouped GEMMs, scatter-add combine) at 9.4M expert parameters instead of
     302M, whose AdamW step alone takes seconds on the CPU plugin."""
     from torchtitan.models.common.rope import CosSinRoPE
     from torchtitan.models.qwen3 import _build_qwen3_moe_layers, model_registry
@@ -68,7 +68,7 @@ def qwen3_moe_smallmodel():
     spec = model_registry("debugmodel_moe", attn_backend="varlen")
     spec.flavor = "smallmodel_moe"
     spec.model.layers = _build_qwen3_moe_layers(
-        n_layers=4, dim=256, n_heads=16, n_kv_heads=8, head_dim=128, moe_hidden_dim=768,
+        n_layers=2, dim=256, n_heads=16, n_kv_heads=8, head_dim=128, moe_hidden_dim=768,
         num_experts=8, top_k=2, attn_backend="varlen", moe_comm_backend="standard",
         rope=CosSinRoPE.Config(dim=128, max_seq_len=4096, theta=1000000.0))
     return _for_tpu(base(), spec)
