@@ -49,6 +49,16 @@ def _losses(steps):
     return [steps[s]["loss"] for s in sorted(steps)]
 
 
+def _assert_follows(run, single, nsteps, tol):
+    """run (steps, output) has steps 1..nsteps, each loss within tol of the
+    single-process run's."""
+    steps, text = run
+    assert sorted(steps) == list(range(1, nsteps + 1)), text[-3000:]
+    for s in range(1, nsteps + 1):
+        assert abs(steps[s]["loss"] - single[s]["loss"]) < tol, \
+            (s, steps[s]["loss"], single[s]["loss"])
+
+
 def test_llama3_varlen_trains_single_process(llama_single):
     steps, text = llama_single
     assert sorted(steps) == list(range(1, STEPS + 1)), text[-3000:]
@@ -75,12 +85,9 @@ def test_llama3_fsdp_matches_single_process(nproc, nsteps, llama_single, titan_a
     """FSDP2 over nproc processes (TorchTitan shards every parameter), each
     rank reading the single process's rows: the same losses."""
     single, _ = llama_single
-    steps, text = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint,
-                             f"llama{nproc}", steps=nsteps, nproc=nproc)
-    assert sorted(steps) == list(range(1, nsteps + 1)), text[-3000:]
-    for s in range(1, nsteps + 1):
-        assert abs(steps[s]["loss"] - single[s]["loss"]) < 1e-3, \
-            (s, steps[s]["loss"], single[s]["loss"])
+    run = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, f"llama{nproc}",
+                     steps=nsteps, nproc=nproc)
+    _assert_follows(run, single, nsteps, 1e-3)
 
 
 @pytest.mark.parametrize("config", ["qwen3_debugmodel"])
@@ -114,12 +121,9 @@ def test_llama3_compiled_matches_eager(llama_single, titan_assets, tmp_path_fact
     included); the losses follow the eager run's."""
     single, _ = llama_single
     nsteps = 4
-    steps, text = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, "llama1c",
-                             steps=nsteps, args=("--compile.enable", "--compile.backend", "tpu"))
-    assert sorted(steps) == list(range(1, nsteps + 1)), text[-3000:]
-    for s in range(1, nsteps + 1):
-        assert abs(steps[s]["loss"] - single[s]["loss"]) < 2e-3, \
-            (s, steps[s]["loss"], single[s]["loss"])
+    run = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, "llama1c",
+                     steps=nsteps, args=("--compile.enable", "--compile.backend", "tpu"))
+    _assert_follows(run, single, nsteps, 2e-3)
 
 
 def test_llama3_tensor_parallel_matches_single_process(llama_single, titan_assets,
@@ -131,13 +135,9 @@ def test_llama3_tensor_parallel_matches_single_process(llama_single, titan_asset
     products summed in another order across the two halves)."""
     single, _ = llama_single
     nsteps = 4
-    steps, text = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, "llama_tp2",
-                             steps=nsteps, nproc=2,
-                             args=("--parallelism.tensor_parallel_degree", "2"))
-    assert sorted(steps) == list(range(1, nsteps + 1)), text[-3000:]
-    for s in range(1, nsteps + 1):
-        assert abs(steps[s]["loss"] - single[s]["loss"]) < 2e-3, \
-            (s, steps[s]["loss"], single[s]["loss"])
+    run = _from_seed(titan_assets, tmp_path_factory, seed_checkpoint, "llama_tp2",
+                     steps=nsteps, nproc=2, args=("--parallelism.tensor_parallel_degree", "2"))
+    _assert_follows(run, single, nsteps, 2e-3)
 
 
 def test_llama3_checkpoint_resume_matches_unbroken(llama_single, titan_assets,
