@@ -15,7 +15,7 @@ nested or overlapping events count once):
 - collectives: the host inside a c10d or functional-collective call, or
   inside FSDP's all-gather / reduce-scatter spans (their copy-in and
   copy-out, issuing the collective, waiting for it in wait_tensor /
-  Work.wait).
+  Work.wait); c10d_ms: the c10d and functional-collective calls alone.
 - device waits: the host blocked on results (item, synchronize).
 - host: the rest of the step (Python, dispatch, autograd, optimizer).
 """
@@ -59,7 +59,7 @@ def _clip(iv, steps):
 
 def summarize(events, nsteps):
     steps = [(e.time_range.start, e.time_range.end) for e in events if e.name == _STEP]
-    dev, coll, wait, kernels = [], [], [], {}
+    dev, coll, c10d, wait, kernels = [], [], [], [], {}
     for e in events:
         iv = (e.time_range.start, e.time_range.end)
         if e.device_type != DeviceType.CPU:
@@ -67,6 +67,8 @@ def summarize(events, nsteps):
             kernels[e.name] = kernels.get(e.name, 0) + iv[1] - iv[0]
         elif e.name.startswith(_COLLECTIVE):
             coll.append(iv)
+            if not e.name.startswith("FSDP::"):
+                c10d.append(iv)
         elif e.name.startswith(_WAIT):
             wait.append(iv)
     wall = sum(b - a for a, b in steps)
@@ -80,6 +82,7 @@ def summarize(events, nsteps):
         "device_ms": _union(_clip(dev, steps)) / n / 1e3,
         "device_sum_ms": sum(kernels.values()) / n / 1e3,
         "collective_ms": coll_t / n / 1e3,
+        "c10d_ms": _union(_clip(c10d, steps)) / n / 1e3,
         "device_wait_ms": wait_only / n / 1e3,
         "host_ms": max(0, wall - _union(_clip(coll + wait, steps))) / n / 1e3,
         "launches": sum(1 for e in events if e.device_type != DeviceType.CPU) / n,

@@ -106,9 +106,11 @@ def print_profile(nproc, r):
     print("| where | ms/step | share of the step |")
     print("|---|---|---|")
     print(f"| tpu executions (union of their intervals) | {r['device_ms']:.0f} | {pct(r['device_ms'])} |")
-    print(f"| host inside collectives (issue + wait) | {r['collective_ms']:.0f} | "
-          f"{pct(r['collective_ms'])} |")
-    print(f"| host waiting for results (item, copies to CPU) | {r['device_wait_ms']:.0f} | "
+    print(f"| host inside collectives (FSDP's all-gather/reduce-scatter spans and c10d calls) | "
+          f"{r['collective_ms']:.0f} | {pct(r['collective_ms'])} |")
+    print(f"| ... of which inside c10d / functional-collective calls (issue + wait) | "
+          f"{r['c10d_ms']:.0f} | {pct(r['c10d_ms'])} |")
+    print(f"| host waiting for results (item, synchronize) | {r['device_wait_ms']:.0f} | "
           f"{pct(r['device_wait_ms'])} |")
     print(f"| host, the rest (Python, dispatch, autograd, optimizer) | {r['host_ms']:.0f} | "
           f"{pct(r['host_ms'])} |")
