@@ -18,8 +18,15 @@ compares rows with each other. TorchTitan prints tflops and mfu to two
 decimals, so the means here carry that resolution (0.01).
 
 --compile also runs every N with `--compile.enable --compile.backend tpu`; a
-run that fails is reported in one line under the table."""
+run that fails is reported in one line under the table.
+
+--profile then runs the largest N once more, compiled, under torch.profiler
+(bench/_titan_profiled.py wraps TorchTitan's train_step from outside) and
+prints where rank 0's profiled steps went: tpu executions, host time inside
+collectives, host waits for results, the rest of the host's work, and the
+executions that took most device time."""
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -65,6 +72,52 @@ def run_one(assets, root, nproc, mode, args):
             "loss": kept[-1]["loss"], "steps": len(kept)}
 
 
+def profile_one(assets, root, nproc, args):
+    """The compiled run at nproc under bench/_titan_profiled.py; rank 0's
+    summary (or {"error": ...})."""
+    out = tempfile.mkdtemp(prefix=f"titan-profile-{nproc}-", dir=root)
+    prof_dir = os.path.join(out, "profile")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_titan_profiled.py")
+    try:
+        train(assets, out, "--compile.enable", "--compile.backend", "tpu", nproc=nproc,
+              module="torch_pjrt.titan", config="llama3_debugmodel", steps=args.steps,
+              seq_len=args.seq_len, batch=args.batch, timeout=args.timeout, entry=(script,),
+              env={"TPJ_PROFILE_OUT": prof_dir, "TPJ_PROFILE_WARMUP": str(args.warmup)})
+    except TitanFailed as e:
+        return {"error": _failure_line(str(e))}
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout} s"}
+    path = os.path.join(prof_dir, "rank0.json")
+    if not os.path.exists(path):
+        return {"error": "no profile written"}
+    with open(path) as f:
+        return json.load(f)
+
+
+def print_profile(nproc, r):
+    print()
+    if "error" in r:
+        print(f"FAILED profile nproc={nproc}: {r['error']}")
+        return
+    step = r["step_ms"]
+    pct = lambda v: f"{100 * v / step:.0f}%" if step else "n/a"
+    print(f"compiled, {nproc} processes, rank 0, {r['steps']} profiled steps: "
+          f"{step:.0f} ms a step, {r['launches']:.0f} tpu executions a step")
+    print("| where | ms/step | share of the step |")
+    print("|---|---|---|")
+    print(f"| tpu executions (union of their intervals) | {r['device_ms']:.0f} | {pct(r['device_ms'])} |")
+    print(f"| host inside collectives (FSDP's all-gather/reduce-scatter spans and c10d calls) | "
+          f"{r['collective_ms']:.0f} | {pct(r['collective_ms'])} |")
+    print(f"| ... of which inside c10d / functional-collective calls (issue + wait) | "
+          f"{r['c10d_ms']:.0f} | {pct(r['c10d_ms'])} |")
+    print(f"| host waiting for results (item, synchronize) | {r['device_wait_ms']:.0f} | "
+          f"{pct(r['device_wait_ms'])} |")
+    print(f"| host, the rest (Python, dispatch, autograd, optimizer) | {r['host_ms']:.0f} | "
+          f"{pct(r['host_ms'])} |")
+    print("top tpu executions (ms/step, summed over overlapping runs): " +
+          ", ".join(f"{k} {v:.0f}" for k, v in r["top_kernels_ms"][:6]))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nprocs", type=int, nargs="+", default=[1, 2, 4])
@@ -75,6 +128,8 @@ def main():
     p.add_argument("--timeout", type=int, default=900, help="seconds per run")
     p.add_argument("--compile", action="store_true",
                    help="also run with --compile.enable --compile.backend tpu")
+    p.add_argument("--profile", action="store_true",
+                   help="profile the compiled run at the largest N (where the step's time goes)")
     args = p.parse_args()
     if args.steps <= args.warmup:
         p.error("--steps must be larger than --warmup")
@@ -87,6 +142,10 @@ def main():
             for n in args.nprocs:
                 print(f"# {mode} nproc={n} ...", file=sys.stderr, flush=True)
                 results[mode, n] = run_one(assets, root, n, mode, args)
+        if args.profile:
+            nprof = max(args.nprocs)
+            print(f"# profile compiled nproc={nprof} ...", file=sys.stderr, flush=True)
+            profiled = profile_one(assets, root, nprof, args)
 
     print(f"llama3_debugmodel, seq {args.seq_len}, local batch {args.batch}, "
           f"{args.steps} steps (means over steps {args.warmup + 1}..{args.steps})")
@@ -108,6 +167,8 @@ def main():
                   f"{r['mfu']:.3f} | {r['memory_gib']:.2f} | {eff} |")
     for f in failures:
         print(f"FAILED {f}")
+    if args.profile:
+        print_profile(max(args.nprocs), profiled)
 
 
 if __name__ == "__main__":

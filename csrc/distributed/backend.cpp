@@ -119,6 +119,12 @@ class PjrtWork : public c10d::Work {
       }
     } else {
       try {
+        // The collective's results are its outputs, written as NCCL writes
+        // them: no version bump. A bump here would come from the completion
+        // thread after autograd or selective activation checkpointing noted
+        // the output's version (SAC caches a functional collective's output
+        // and then calls it "mutated" in the recompute: TorchTitan's TP).
+        at::AutoDispatchBelowADInplaceOrView below_inplace;
         if (finish_) finish_();
       } catch (...) {
         err = std::current_exception();
@@ -330,8 +336,6 @@ void upload_aliased(const at::Tensor& block, int64_t offset, const at::Tensor& t
     throw_status(st, "upload");
   }
   tpj_box_set_buffer(box, buf);
-  // What copy_ would do: autograd's saved-tensor checks see the write.
-  if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
 }
 
 // One upload per tensor out of the host byte block.

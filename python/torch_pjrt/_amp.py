@@ -8,8 +8,12 @@ import torch
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
-    """The dtypes torch.autocast("tpu", dtype=...) accepts."""
-    return [torch.float16, torch.bfloat16]
+    """The dtypes torch.autocast("tpu", dtype=...) accepts. float32 too, as
+    CUDA accepts it: a float32 region runs the autocast-dtype ops (matmul,
+    linear, ...) in float32 on low-precision inputs. TorchTitan's MoE router
+    computes its gate that way under FSDP's bfloat16 parameters; refused, the
+    region would warn and run the gate in bfloat16."""
+    return [torch.float16, torch.bfloat16, torch.float32]
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:

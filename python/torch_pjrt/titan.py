@@ -22,7 +22,8 @@ from __future__ import annotations
 from torchtitan.components.loss import ChunkedLossWrapper, CrossEntropyLoss
 from torchtitan.models.common.config_utils import decoder_vocab_size
 
-__all__ = ["llama3_debugmodel", "qwen3_debugmodel", "qwen3_moe_debugmodel"]
+__all__ = ["llama3_debugmodel", "qwen3_debugmodel", "qwen3_moe_debugmodel",
+           "qwen3_moe_smallmodel"]
 
 
 def _for_tpu(config, model_spec=None):
@@ -54,3 +55,20 @@ def qwen3_moe_debugmodel():
     from torchtitan.models.qwen3 import model_registry
     from torchtitan.models.qwen3.config_registry import qwen3_debugmodel as base
     return _for_tpu(base(), model_registry("debugmodel_moe", attn_backend="varlen"))
+
+
+def qwen3_moe_smallmodel():
+    """qwen3_moe_debugmodel with 8 experts (top 2) in 2 layers instead of 64
+    (top 8) in 8: the same classes and code paths (router, token dispatcher,
+    grouped GEMMs, scatter-add combine) at 9.4M expert parameters instead of
+    302M, whose AdamW step alone takes seconds on the CPU plugin."""
+    from torchtitan.models.common.rope import CosSinRoPE
+    from torchtitan.models.qwen3 import _build_qwen3_moe_layers, model_registry
+    from torchtitan.models.qwen3.config_registry import qwen3_debugmodel as base
+    spec = model_registry("debugmodel_moe", attn_backend="varlen")
+    spec.flavor = "smallmodel_moe"
+    spec.model.layers = _build_qwen3_moe_layers(
+        n_layers=2, dim=256, n_heads=16, n_kv_heads=8, head_dim=128, moe_hidden_dim=768,
+        num_experts=8, top_k=2, attn_backend="varlen", moe_comm_backend="standard",
+        rope=CosSinRoPE.Config(dim=128, max_seq_len=4096, theta=1000000.0))
+    return _for_tpu(base(), spec)

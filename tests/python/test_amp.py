@@ -4,6 +4,8 @@ norms, losses and reductions in float32; mixed inputs promoted), and
 torch.amp.GradScaler("tpu") trains in float16: its two kernels match the
 CPU kernels exactly, the loss goes down, and an inf gradient skips the step
 and backs the scale off."""
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,7 +23,7 @@ def dtype_id(dt):
 
 
 def test_device_module_answers():
-    assert torch.tpu.get_amp_supported_dtype() == [torch.float16, torch.bfloat16]
+    assert torch.tpu.get_amp_supported_dtype() == [torch.float16, torch.bfloat16, torch.float32]
     assert torch.tpu.is_bf16_supported()
     assert torch.amp.is_autocast_available("tpu")
     with torch.autocast("tpu", dtype=torch.bfloat16):
@@ -29,9 +31,25 @@ def test_device_module_answers():
         assert torch.get_autocast_dtype("tpu") == torch.bfloat16
     assert not torch.is_autocast_enabled("tpu")
     # an unsupported dtype warns and disables autocast, as on CUDA
-    with pytest.warns(UserWarning, match="tpu Autocast only supports dtypes of torch.float16"):
+    with pytest.warns(UserWarning, match="tpu Autocast only supports dtypes of torch.float16, "
+                                         "torch.bfloat16, torch.float32"):
         with torch.autocast("tpu", dtype=torch.float64):
             assert not torch.is_autocast_enabled("tpu")
+
+
+def test_float32_region_runs_matmuls_in_float32():
+    """autocast(dtype=float32), as CUDA accepts it (TorchTitan's MoE router
+    computes its gate so under bfloat16 parameters): linear on bfloat16
+    inputs gives float32, the product of the upcast inputs."""
+    g = torch.Generator().manual_seed(3)
+    x, w = torch.randn(4, 8, generator=g).bfloat16(), torch.randn(5, 8, generator=g).bfloat16()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch.autocast("tpu", dtype=torch.float32):
+            assert torch.is_autocast_enabled("tpu")
+            y = torch.nn.functional.linear(x.to(D0), w.to(D0))
+    assert y.dtype == torch.float32
+    torch.testing.assert_close(y.cpu(), x.float() @ w.float().T, rtol=1e-5, atol=1e-5)
 
 
 # ---- the policy ---------------------------------------------------------------

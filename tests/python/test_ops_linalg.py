@@ -942,6 +942,47 @@ def test_grouped_mm_matches_cpu_kernel_and_errors():
         torch._grouped_mm(a.to("tpu"), w.double().to("tpu"), offs=o.to("tpu"))
 
 
+
+@pytest.mark.usefixtures("_reset")
+@pytest.mark.parametrize("m,counts", [
+    (96, [9, 0, 0, 30, 1, 2, 5, 0, 17, 8, 0, 3, 4, 6, 1, 6]),  # uneven; 4 empty; 4 rows past
+    (5, [0, 2, 0, 0, 1, 0, 1, 1]),  # fewer rows than groups (decode-sized)
+    (64, [64]),  # one group
+])
+def test_grouped_mm_routed_shapes_match_cpu(m, counts):
+    """The segment-by-segment lowering (src/ops/linalg.c) at MoE-like
+    shapes: groups of any size (empty, longer than a block, spanning block
+    boundaries), rows past the last group; the forward, its bias, and both
+    gradients (layout 2 for the weights) against a group-by-group float64
+    reference (CPU's kernel leaves the rows past the last group unwritten)."""
+    g = torch.Generator().manual_seed(7)
+    k, n, e = 16, 12, len(counts)
+    a = torch.randn(m, k, generator=g)
+    w = torch.randn(e, k, n, generator=g)
+    bias = torch.randn(e, n, generator=g)
+    offs = torch.tensor(counts, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    torch.testing.assert_close(
+        torch._grouped_mm(a.to("tpu"), w.to("tpu"), offs=offs.to("tpu"), bias=bias.to("tpu")).cpu(),
+        _reference(a, w, offs, bias).float(), atol=1e-4, rtol=1e-5)
+    scale = torch.linspace(-1, 1, n)
+    res = {}
+    for dev in ("cpu", "tpu"):
+        ad = a.double() if dev == "cpu" else a.to(dev)
+        wd = w.double() if dev == "cpu" else w.to(dev)
+        ad, wd = ad.requires_grad_(), wd.requires_grad_()
+        if dev == "cpu":
+            ends = offs.tolist()
+            pieces = [ad[s:t] @ wd[i] for i, (s, t) in enumerate(zip([0] + ends[:-1], ends))]
+            out = torch.cat(pieces + [ad.new_zeros(m - ends[-1], n)])
+        else:
+            out = torch._grouped_mm(ad, wd, offs=offs.to(dev))
+        (out * scale.to(out)).square().sum().backward()
+        res[dev] = (out.detach().cpu().float(), ad.grad.cpu().float(), wd.grad.cpu().float())
+    for t, c in zip(res["tpu"], res["cpu"]):
+        torch.testing.assert_close(t, c, atol=1e-4, rtol=1e-5)
+    no_fallbacks()
+
+
 # ---- pinned (docs/COVERAGE.md, "Where tpu keeps its own answer") ---------------
 
 def test_mixed_dtype_matmul_of_empty_operands_raises_pinned():

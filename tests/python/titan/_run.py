@@ -15,12 +15,15 @@ class TitanFailed(AssertionError):
 
 
 def train(assets, out_dir, *extra, nproc=1, module="llama3", config="llama3_debugmodel_varlen_attn",
-          steps=20, seq_len=64, batch=2, timeout=420, env=None, args=()):
-    """Returns ({step: metrics dict}, full output)."""
+          steps=20, seq_len=64, batch=2, timeout=420, env=None, args=(),
+          entry=("-m", "torchtitan.train")):
+    """Returns ({step: metrics dict}, full output). entry: what torchrun
+    starts on each rank (bench/titan.py --profile passes a script that wraps
+    the trainer)."""
     tok, data = assets
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
            "--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0", "--local-ranks-filter", "0",
-           "-m", "torchtitan.train", "--module", module, "--config", config,
+           *entry, "--module", module, "--config", config,
            "--hf_assets_path", tok, "--dataloader.dataset_path", data,
            "--dump_folder", out_dir,
            "--training.steps", str(steps), "--training.seq_len", str(seq_len),

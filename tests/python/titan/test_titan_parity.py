@@ -131,12 +131,14 @@ def _spec(name):
     if name == "llama3":
         from torchtitan.models.llama3 import model_registry
         return lambda: model_registry("debugmodel", attn_backend="varlen")
+    if name == "qwen3_moe":
+        from torch_pjrt.titan import qwen3_moe_smallmodel
+        return lambda: qwen3_moe_smallmodel().model_spec
     from torchtitan.models.qwen3 import model_registry
-    flavor = "debugmodel_moe" if name == "qwen3_moe" else "debugmodel"
-    return lambda: model_registry(flavor, attn_backend="varlen")
+    return lambda: model_registry("debugmodel", attn_backend="varlen")
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "qwen3_moe"])
 def test_model_parity_with_cpu(name, cpu_varlen):
     spec = _spec(name)
     vocab = spec().model.vocab_size
