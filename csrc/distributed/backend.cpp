@@ -823,15 +823,14 @@ class PjrtBackend : public PjrtBackendBase {
   }
 
   // all_reduce of ts[0] in its own buffer's memory, mem (wire: mem as the
-  // transport reduces it). Bumps the version as the staged path's upload
-  // does; the buffer itself stays the tensor's.
+  // transport reduces it). Like every result here, and as gloo and NCCL
+  // write theirs, no version bump (see PjrtWork); the buffer stays the tensor's.
   c10::intrusive_ptr<c10d::Work> reduce_in_place(const char* what, OpType type,
                                                  std::vector<at::Tensor>& ts, at::Tensor mem,
                                                  at::Tensor wire, const Reduction& r) {
     Sig sig{static_cast<int64_t>(mem.numel() * mem.element_size()), -1, r.op};
     tpj_dist_buf_t b = typed_buf(wire);
     int size = size_;
-    at::Tensor t = ts[0];
     return launch(what, type, ts, {wire},
                   [&](tpj_dist_work_t** w) {
                     // after the agreement: a refused call leaves t as it was
@@ -840,7 +839,6 @@ class PjrtBackend : public PjrtBackendBase {
                   },
                   [=] {
                     if (r.average) apply_average(wire, size);
-                    if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
                   }, sig);
   }
 
