@@ -10,11 +10,12 @@ and replaces only the two steps a kernel owns:
 - after loading, the packed int32 words are unpacked once, on the host, to
   one int8 code per weight with its zero point or bias already taken off
   ([out, groups, group_size]), and the scales laid out [out, groups];
-- each forward dequantizes (codes * scales) and multiplies in the model's
-  dtype: three tpu ops, which torch.compile fuses into the layer's graph.
+- each forward dequantizes (codes * scales) and multiplies in float32 (see
+  apply_weights), the result cast back to the model's dtype: a few tpu ops,
+  which torch.compile fuses into the layer's graph.
 
-The codes stay int8 on the device: a quarter of float32's bytes, half of
-the packed form for 4-bit weights (there is no 4-bit device type, and
+The codes stay int8 on the device: a quarter of float32's bytes, twice the
+packed form's for 4-bit weights (there is no 4-bit device type, and
 unpacking the words on every forward would cost shifts that the tpu op
 table does not lower).
 """
