@@ -1,13 +1,18 @@
-"""Paged attention on tpu at longer contexts: the plugin's gather path
-(python/torch_pjrt/vllm/attention.py: each query token gathers its
-request's blocks, [tokens, context, kv_heads, 2*head_size]) against the
-same attention on keys and values already contiguous per request
-(scaled_dot_product_attention over [requests, heads, context, head_size]),
-the floor a native paged lowering could reach without a gather. Not a test.
+"""Paged attention on tpu at longer contexts, three ways over the same cache:
+- native: torch_pjrt::paged_attention (src/ops/attention.c), the plugin's
+  default: query rows in tiles, each tile walking its request's blocks a
+  chunk at a time with an online softmax;
+- gather: the earlier path, kept behind TORCH_PJRT_VLLM_ATTENTION=gather
+  (each query token gathers its request's blocks, [tokens, context,
+  kv_heads, 2*head_size], then one softmax);
+- dense: the same attention on keys and values already contiguous per
+  request (scaled_dot_product_attention over [requests, heads, context,
+  head_size]), the floor without any paging.
+Not a test.
 
 Per (case, context): median time of one layer's attention call (after a
 warm-up call compiles its programs), the peak device memory the call
-allocated beyond its inputs, and the gathered tensor's size.
+allocated beyond its inputs, and the gather path's gathered tensor's size.
 
     .venv/bin/python bench/vllm_attention.py [--decode 256,...,4096]
         [--prefill 128,256,512,1024]
@@ -51,6 +56,7 @@ def _peak(fn):
 
 
 def case(kind, ctx, reps):
+    from torch_pjrt.vllm import paged
     from torch_pjrt.vllm.attention import TpuAttentionImpl, TpuAttentionMetadata
 
     dev = torch.device("tpu")
@@ -67,11 +73,19 @@ def case(kind, ctx, reps):
     req = torch.arange(reqs).repeat_interleave(q_per_req)
     pos = (torch.arange(q_per_req).repeat(reqs) + (ctx - q_per_req))
     md = TpuAttentionMetadata(num_actual_tokens=n, query_pos=pos.to(dev), blocks=table[req],
-                              slot_mapping=None)
+                              slot_mapping=None, tiles=None)
+    qsl = torch.arange(reqs + 1).numpy() * q_per_req
+    seq = torch.full((reqs,), ctx).numpy()
+    tiles = paged.layout(qsl, seq, table.numpy(), n, B).to(dev)
+    md_native = TpuAttentionMetadata(num_actual_tokens=n, query_pos=None, blocks=None,
+                                     slot_mapping=None, tiles=tiles)
     impl = TpuAttentionImpl(HQ, D, D ** -0.5, HKV)
 
     def gather():
         impl.forward(None, query, None, None, cache, md, out)
+
+    def native():
+        impl.forward(None, query, None, None, cache, md_native, out)
 
     # The same keys and values, contiguous per request, and the same causal
     # attention through SDPA (the GQA heads repeated as the gather path does).
@@ -88,11 +102,15 @@ def case(kind, ctx, reps):
 
     gathered = n * nb * B * HKV * 2 * D * 4
     row = {"case": kind, "context": ctx, "query_tokens": n,
+           "native_ms": round(1e3 * _time(native, reps), 2),
            "gather_ms": round(1e3 * _time(gather, reps), 2),
            "dense_ms": round(1e3 * _time(dense, reps), 2),
+           "native_peak_mib": round(_peak(native) / 2**20, 1),
            "gather_peak_mib": round(_peak(gather) / 2**20, 1),
            "dense_peak_mib": round(_peak(dense) / 2**20, 1),
            "gathered_kv_mib": round(gathered / 2**20, 1)}
+    row["native_vs_gather"] = round(row["native_ms"] / row["gather_ms"], 3)
+    row["native_vs_dense"] = round(row["native_ms"] / row["dense_ms"], 2)
     row["gather_vs_dense"] = round(row["gather_ms"] / row["dense_ms"], 2)
     return row
 

@@ -296,6 +296,93 @@ std::tuple<Tensor, Tensor, Tensor> varlen_attn_backward(
   return {dq, dk, dv};
 }
 
+// torch_pjrt::paged_attention, the attention of vLLM's tpu backend
+// (python/torch_pjrt/vllm/attention.py): query rows laid out in tiles, each
+// tile reading its request's blocks of the cache (src/ops/attention.c says
+// how). The index tensors may be on the host, where their values are checked
+// and then uploaded with the call, or on the device (the serving path uploads
+// them once per step for every layer), where they are taken as they are:
+// XLA clamps an index out of range, so a device caller must build them right.
+constexpr const char* kPaged = "torch_pjrt::paged_attention";
+
+void check_index(const Tensor& t, const char* name, int64_t dims, int64_t lo, int64_t hi) {
+  TORCH_CHECK(t.dim() == dims, kPaged, ": ", name, " must be ", dims, "-D, got shape ", t.sizes());
+  TORCH_CHECK(t.scalar_type() == at::kInt || t.scalar_type() == at::kLong, kPaged, ": ", name,
+              " must be int32 or int64, got ", t.scalar_type());
+  if (!t.device().is_cpu() || t.numel() == 0) return;
+  int64_t mn = t.min().item<int64_t>(), mx = t.max().item<int64_t>();
+  TORCH_CHECK_INDEX(mn >= lo && mx < hi, kPaged, ": ", name, " has values in [", mn, ", ", mx,
+                    "], outside [", lo, ", ", hi, ")");
+}
+
+Tensor paged_attention(const Tensor& q, const Tensor& cache, const Tensor& tile_blocks,
+                       const Tensor& row_token, const Tensor& row_pos, const Tensor& token_row,
+                       double scale, std::optional<double> soft_cap, std::optional<int64_t> window,
+                       int64_t chunk_blocks) {
+  TORCH_CHECK(q.dim() == 3, kPaged, ": query must be (tokens, heads, head_size), got shape ",
+              q.sizes());
+  TORCH_CHECK(cache.dim() == 4, kPaged,
+              ": kv_cache must be (blocks, block_size, kv_heads, 2 * head_size), got shape ",
+              cache.sizes());
+  TORCH_CHECK(at::isFloatingType(q.scalar_type()) && at::isFloatingType(cache.scalar_type()),
+              kPaged, ": query and kv_cache must be floating, got ", q.scalar_type(), " and ",
+              cache.scalar_type());
+  TORCH_CHECK(cache.size(3) == 2 * q.size(2), kPaged, ": kv_cache's last dim (", cache.size(3),
+              ") must be twice the head size (", q.size(2), ")");
+  TORCH_CHECK(cache.size(2) > 0 && q.size(1) % cache.size(2) == 0, kPaged, ": the query heads (",
+              q.size(1), ") must be a multiple of the kv heads (", cache.size(2), ")");
+  TORCH_CHECK(chunk_blocks >= 1, kPaged, ": chunk_blocks must be at least 1, got ", chunk_blocks);
+  TORCH_CHECK(tile_blocks.dim() == 2 && tile_blocks.size(0) >= 1 &&
+                  tile_blocks.size(1) % chunk_blocks == 0,
+              kPaged, ": tile_blocks must be (tiles, width) with width a multiple of chunk_blocks (",
+              chunk_blocks, "), got shape ", tile_blocks.sizes());
+  int64_t tiles = tile_blocks.size(0), rows = row_token.numel();
+  TORCH_CHECK(row_token.dim() == 1 && rows % tiles == 0 && row_pos.sizes() == row_token.sizes(),
+              kPaged, ": row_token and row_pos must be 1-D, of the same length, a multiple of the ",
+              tiles, " tiles; got shapes ", row_token.sizes(), " and ", row_pos.sizes());
+  TORCH_CHECK(token_row.dim() == 1 && token_row.size(0) == q.size(0), kPaged,
+              ": token_row must have one entry per query token (", q.size(0), "), got shape ",
+              token_row.sizes());
+  TORCH_CHECK(!window.has_value() || *window >= 1, kPaged, ": window must be positive, got ",
+              window.value_or(0));
+  check_index(tile_blocks, "tile_blocks", 2, 0, cache.size(0));
+  check_index(row_token, "row_token", 1, 0, std::max<int64_t>(q.size(0), 1));
+  check_index(row_pos, "row_pos", 1, -1, std::numeric_limits<int32_t>::max());
+  check_index(token_row, "token_row", 1, 0, rows);
+  TORCH_CHECK(q.device().is_privateuseone(), kPaged, ": query must be on tpu, got ", q.device());
+  c10::Device dev = q.device();
+  TORCH_CHECK(cache.device() == dev, "Expected all tensors to be on the same device, but found "
+              "at least two devices, ", dev, " and ", cache.device(), "! (when checking arguments "
+              "for ", kPaged, ")");
+  c10::DeviceGuard guard(dev);
+  Tensor out = new_output(q.sizes(), q.scalar_type(), dev);
+  if (q.numel() == 0) return out;
+  Tensor idx[4] = {tile_blocks, row_token, row_pos, token_row};
+  for (Tensor& t : idx) {
+    if (t.device().is_cpu()) t = t.to(dev);
+    TORCH_CHECK(t.device() == dev, "Expected all tensors to be on the same device, but found at "
+                "least two devices, ", dev, " and ", t.device(), "! (when checking arguments for ",
+                kPaged, ")");
+  }
+  OpArgs a;
+  a.tensor(q);
+  a.tensor(cache);
+  for (const Tensor& t : idx) a.tensor(t);
+  a.scalar(scale, at::kDouble, dev.index());
+  a.scalar(soft_cap.value_or(0.0), at::kDouble, dev.index());
+  at::ScalarType cd = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  run_op("tpj::paged_attention", dev.index(), a,
+         {to_tpj_dtype(cd), chunk_blocks, window.value_or(-1), soft_cap.has_value() ? 1 : 0},
+         {out});
+  return out;
+}
+
+Tensor paged_attention_meta(const Tensor& q, const Tensor&, const Tensor&, const Tensor&,
+                            const Tensor&, const Tensor&, double, std::optional<double>,
+                            std::optional<int64_t>, int64_t) {
+  return at::empty_like(q, at::MemoryFormat::Contiguous);
+}
+
 }  // namespace
 }  // namespace torch_pjrt
 
@@ -324,4 +411,19 @@ TORCH_LIBRARY_IMPL(torch_attn, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(torch_attn, FPGA, m) {
   using namespace torch_pjrt;
   m.impl("_varlen_attn_backward", TORCH_FN(varlen_attn_backward));
+}
+
+// The op is ours: vLLM's tpu backend calls it (python/torch_pjrt/vllm).
+TORCH_LIBRARY(torch_pjrt, m) {
+  m.def("paged_attention(Tensor query, Tensor kv_cache, Tensor tile_blocks, Tensor row_token, "
+        "Tensor row_pos, Tensor token_row, float scale, float? soft_cap=None, int? window=None, "
+        "int chunk_blocks=1) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(torch_pjrt, PrivateUse1, m) {
+  m.impl("paged_attention", TORCH_FN(torch_pjrt::paged_attention));
+}
+
+TORCH_LIBRARY_IMPL(torch_pjrt, Meta, m) {
+  m.impl("paged_attention", TORCH_FN(torch_pjrt::paged_attention_meta));
 }

@@ -20,6 +20,7 @@
  * FlashAttention does. */
 #include <math.h>
 
+#include "hlo/linalg.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 #include "ops/sugar.h"
@@ -217,4 +218,140 @@ void tpj_lower_varlen_attn_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
   results[0] = tpj_hlo_emit_convert(b, dq, ctx->outs[0].dtype);
   results[1] = tpj_hlo_emit_convert(b, tpj_hlo_emit_transpose(b, dk, perm_k), ctx->outs[1].dtype);
   results[2] = tpj_hlo_emit_convert(b, tpj_hlo_emit_transpose(b, dv, perm_k), ctx->outs[2].dtype);
+}
+
+/* Paged attention for serving (vLLM's tpu backend, python/torch_pjrt/vllm):
+ * query tokens attend to keys and values kept in a block cache, read through
+ * each request's block table, without gathering a whole context per token.
+ *
+ * The step's query rows are laid out on the host in P tiles of T rows; the
+ * rows of one tile belong to one request (decode steps use T = 1, steps with
+ * prefills a larger T, so that one gathered block serves T queries). A
+ * stablehlo.while walks the context c blocks at a time: each tile gathers
+ * its request's next c blocks, [P, c * block, Hk, 2D], and folds their
+ * scores into a running maximum, sum and weighted value sum (the online
+ * softmax), so memory stays O(P * c * block) whatever the context length.
+ * The trip count comes from the rows' positions on the device (the longest
+ * context of the step), not from the table's width.
+ *
+ * Inputs: q (N, Hq, D); cache (blocks, block, Hk, 2D), keys then values in
+ * the last dim (vLLM's LBNHC); tile_blocks (P, W) integer block ids, W a
+ * multiple of c; row_token (P*T) the query token of each tile row;
+ * row_pos (P*T) its position in its sequence, -1 for a padding row;
+ * token_row (N) each token's row; scale and soft_cap (0-d). attrs: {cd, c,
+ * window (-1: none), has soft_cap}. A key at position k is visible to a row
+ * at position p when k <= p (and k > p - window). A row that sees no key
+ * gives 0. */
+void tpj_lower_paged_attention(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  static const char* kOp = "tpj::paged_attention";
+  tpj_hlo_builder_t* b = ctx->b;
+  if (!tpj_ops_need(ctx, 8, 4, 1, kOp)) return;
+  tpj_hlo_value_t q = ctx->in[0], cache = ctx->in[1], tb = ctx->in[2];
+  tpj_hlo_value_t row_tok = ctx->in[3], row_pos = ctx->in[4], tok_row = ctx->in[5];
+  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  int64_t c = ctx->attrs[1], window = ctx->attrs[2], has_cap = ctx->attrs[3];
+  if (q.ndim != 3 || cache.ndim != 4 || tb.ndim != 2 || row_tok.ndim != 1 ||
+      row_pos.ndim != 1 || tok_row.ndim != 1 || c < 1 || tb.dims[1] % c != 0 ||
+      tb.dims[0] < 1 || row_tok.dims[0] % tb.dims[0] != 0 || row_pos.dims[0] != row_tok.dims[0] ||
+      cache.dims[2] < 1 || q.dims[1] % cache.dims[2] != 0 || cache.dims[3] != 2 * q.dims[2])
+    return (void)tpj_ops_fail_operands(ctx, kOp);
+  int64_t hq = q.dims[1], d = q.dims[2];
+  int64_t bs = cache.dims[1], hk = cache.dims[2], g = hq / hk;
+  int64_t np = tb.dims[0], w = tb.dims[1], t = row_tok.dims[0] / np, tg = t * g, ck = c * bs;
+
+  /* the tiles' queries, (P, Hk, T*G, D): row r = t*G + g of key head h */
+  tpj_hlo_value_t qt = tpj_hlo_emit_take(b, tpj_hlo_emit_convert(b, q, cd), row_tok, 0);
+  int64_t q5[5] = {np, t, hk, g, d}, p5[5] = {0, 2, 1, 3, 4}, q4[4] = {np, hk, tg, d};
+  qt = tpj_hlo_emit_reshape(
+      b, tpj_hlo_emit_transpose(b, tpj_hlo_emit_reshape(b, qt, q5, 5), p5), q4, 4);
+  int64_t pt[2] = {np, t};
+  tpj_hlo_value_t qpos = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, row_pos, TPJ_I64), pt, 2);
+  tpj_hlo_value_t tbl = tpj_hlo_emit_convert(b, tb, TPJ_I64);
+
+  /* chunks to walk: enough for the furthest row, at most the table's */
+  int64_t d0 = 0;
+  tpj_hlo_value_t far = tpj_hlo_emit_reduce(b, tpj_hlo_emit_convert(b, row_pos, TPJ_I64),
+                                            tpj_hlo_emit_extreme(b, TPJ_I64, 0), &d0, 1,
+                                            "stablehlo.maximum");
+  tpj_hlo_value_t nch = tpj_hlo_emit_binary(
+      b, "stablehlo.divide", ADD(far, tpj_hlo_emit_const_i64(b, ck)), tpj_hlo_emit_const_i64(b, ck));
+  nch = tpj_hlo_emit_binary(b, "stablehlo.minimum", nch, tpj_hlo_emit_const_i64(b, w / c));
+
+  int64_t st[3] = {np, hk, tg};
+  tpj_hlo_value_t m0 = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_extreme(b, cd, 0), st, 3);
+  tpj_hlo_value_t l0 = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), st, 3);
+  tpj_hlo_value_t a0 = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), q4, 4);
+  tpj_hlo_value_t scale = tpj_hlo_emit_convert(b, ctx->in[6], cd);
+  tpj_hlo_value_t cap = tpj_hlo_emit_convert(b, ctx->in[7], cd);
+  enum { J, M, L, ACC, CACHE, TBL, QT, QPOS, NCH, SCALE, CAP, NV };
+  tpj_hlo_value_t init[NV] = {tpj_hlo_emit_const_i64(b, 0), m0, l0, a0, cache, tbl, qt, qpos,
+                              nch, scale, cap};
+  tpj_hlo_value_t cv[NV], v[NV], res[NV];
+  tpj_hlo_while_t lp;
+  tpj_hlo_while_begin(b, &lp, init, NV, cv);
+  tpj_hlo_while_body(b, &lp, CMP(cv[J], cv[NCH], "LT"), v);
+  {
+    tpj_hlo_value_t z = tpj_hlo_emit_const_i64(b, 0);
+    /* the c blocks of each tile at this step: (P, c) -> (P*c, block, Hk, 2D) */
+    tpj_hlo_value_t off[2] = {z, MUL(v[J], tpj_hlo_emit_const_i64(b, c))};
+    int64_t pc[2] = {np, c}, pcn = np * c;
+    tpj_hlo_value_t ids = tpj_hlo_emit_reshape(b, tpj_hlo_emit_dynamic_slice(b, v[TBL], off, pc),
+                                               &pcn, 1);
+    int64_t kv4[4] = {np, ck, hk, 2 * d};
+    tpj_hlo_value_t kv = tpj_hlo_emit_convert(
+        b, tpj_hlo_emit_reshape(b, tpj_hlo_emit_take(b, v[CACHE], ids, 0), kv4, 4), cd);
+    int64_t lo_k[4] = {0, 0, 0, 0}, hi_k[4] = {np, ck, hk, d}, lo_v[4] = {0, 0, 0, d},
+            hi_v[4] = {np, ck, hk, 2 * d}, one[4] = {1, 1, 1, 1};
+    tpj_hlo_value_t k = tpj_hlo_emit_slice(b, kv, lo_k, hi_k, one);
+    tpj_hlo_value_t vv = tpj_hlo_emit_slice(b, kv, lo_v, hi_v, one);
+    /* scores (P, Hk, T*G, c*block) */
+    int64_t qb[2] = {0, 1}, kb[2] = {0, 2}, qc = 3, kc = 3;
+    tpj_hlo_value_t s = tpj_hlo_emit_dot_general(b, v[QT], k, qb, kb, 2, &qc, &kc, 1, cd);
+    s = MUL(s, tpj_ops_fill_like(b, v[SCALE], &s));
+    if (has_cap) {
+      tpj_hlo_value_t capb = tpj_ops_fill_like(b, v[CAP], &s);
+      s = MUL(tpj_hlo_emit_unary(b, "stablehlo.tanh", DIV(s, capb)), capb);
+    }
+    /* visible keys: position j*c*block + i <= the row's position */
+    int64_t ptk[3] = {np, t, ck}, d01[2] = {0, 1};
+    tpj_hlo_value_t kpos = ADD(tpj_hlo_emit_iota(b, TPJ_I64, ptk, 3, 2),
+                               tpj_hlo_emit_broadcast_to(b, MUL(v[J], tpj_hlo_emit_const_i64(b, ck)), ptk, 3));
+    tpj_hlo_value_t rp = tpj_hlo_emit_broadcast_in_dim(b, v[QPOS], ptk, 3, d01);
+    tpj_hlo_value_t vis = CMP(kpos, rp, "LE");
+    if (window >= 0)
+      vis = AND(vis, CMP(kpos, SUB(rp, tpj_ops_i64_like(b, rp, window)), "GT"));
+    int64_t v5[5] = {np, hk, t, g, ck}, vd[3] = {0, 2, 4}, s4[4] = {np, hk, tg, ck};
+    vis = tpj_hlo_emit_reshape(b, tpj_hlo_emit_broadcast_in_dim(b, vis, v5, 5, vd), s4, 4);
+    s = SEL(vis, s, tpj_ops_full_like(b, s, cd, -INFINITY));
+    /* the online softmax update */
+    int64_t last = 3, keep[3] = {0, 1, 2};
+    tpj_hlo_value_t bm = tpj_hlo_emit_reduce(b, s, tpj_hlo_emit_extreme(b, cd, 0), &last, 1,
+                                             "stablehlo.maximum");
+    tpj_hlo_value_t mn = tpj_hlo_emit_binary(b, "stablehlo.maximum", v[M], bm);
+    tpj_hlo_value_t msafe = SEL(CMP(mn, tpj_ops_full_like(b, mn, cd, -INFINITY), "EQ"),
+                                tpj_ops_full_like(b, mn, cd, 0.0), mn);
+    tpj_hlo_value_t p = tpj_hlo_emit_unary(
+        b, "stablehlo.exponential", SUB(s, tpj_hlo_emit_broadcast_in_dim(b, msafe, s4, 4, keep)));
+    tpj_hlo_value_t alpha = tpj_hlo_emit_unary(b, "stablehlo.exponential", SUB(v[M], msafe));
+    tpj_hlo_value_t l = ADD(MUL(v[L], alpha), tpj_hlo_emit_reduce(b, p, tpj_hlo_emit_zero(b, cd),
+                                                                  &last, 1, "stablehlo.add"));
+    /* (P, Hk, T*G, c*block) . (P, c*block, Hk, D) -> (P, Hk, T*G, D) */
+    int64_t pb[2] = {0, 1}, vb[2] = {0, 2}, pcc = 3, vc = 1;
+    tpj_hlo_value_t pv = tpj_hlo_emit_dot_general(b, p, vv, pb, vb, 2, &pcc, &vc, 1, cd);
+    tpj_hlo_value_t acc = ADD(MUL(v[ACC], tpj_hlo_emit_broadcast_in_dim(b, alpha, q4, 4, keep)), pv);
+    tpj_hlo_value_t next[NV] = {ADD(v[J], tpj_hlo_emit_const_i64(b, 1)), mn, l, acc, v[CACHE],
+                                v[TBL], v[QT], v[QPOS], v[NCH], v[SCALE], v[CAP]};
+    tpj_hlo_while_end(b, &lp, next, res);
+  }
+  /* out = acc / sum (0 for a row that saw nothing), back to (N, Hq, D) */
+  int64_t keep[3] = {0, 1, 2};
+  tpj_hlo_value_t l = res[L];
+  tpj_hlo_value_t lsafe = SEL(CMP(l, tpj_ops_full_like(b, l, cd, 0.0), "EQ"),
+                              tpj_ops_full_like(b, l, cd, 1.0), l);
+  tpj_hlo_value_t o = DIV(res[ACC], tpj_hlo_emit_broadcast_in_dim(b, lsafe, q4, 4, keep));
+  int64_t o5[5] = {np, hk, t, g, d}, rows[3] = {np * t, hq, d};
+  o = tpj_hlo_emit_reshape(b, tpj_hlo_emit_transpose(b, tpj_hlo_emit_reshape(b, o, o5, 5), p5),
+                           rows, 3);
+  o = tpj_hlo_emit_take(b, o, tok_row, 0);
+  results[0] = tpj_hlo_emit_convert(b, o, ctx->outs[0].dtype);
 }

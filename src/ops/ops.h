@@ -120,6 +120,8 @@ void tpj_lower_write_view(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* varlen attention over packed documents (ops/attention.c) */
 void tpj_lower_varlen_attn(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_varlen_attn_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+/* paged attention over a block cache, for serving (ops/attention.c) */
+void tpj_lower_paged_attention(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 
 /* batch/group/layer norm (norm.c), activations (activation.c), pointwise
  * losses (loss_pointwise.c). */

@@ -399,6 +399,7 @@ static const tpj_op_def_t kOps[] = {
     {"tpj::count_nonzero", tpj_lower_count_nonzero},
     {"tpj::full", tpj_lower_full},
     {"tpj::laid_out", tpj_lower_laid_out},
+    {"tpj::paged_attention", tpj_lower_paged_attention},
     {"tpj::unique_consecutive_count", tpj_lower_unique_consecutive_count},
     {"tpj::view_copy", tpj_lower_view_copy},
     {"tpj::write_block", tpj_lower_write_block},

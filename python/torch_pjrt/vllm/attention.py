@@ -1,18 +1,25 @@
-"""Paged attention on tpu in plain torch ops.
+"""Paged attention on tpu.
 
 The KV cache of a layer is one tensor, [num_blocks, block_size, kv_heads,
 2 * head_size] in memory (vLLM's LBNHC layout: keys and values side by side
 in the last dim). New keys and values are written in place at their slots
-(index_copy_ into the cache); attention reads, for each query token, its
-request's blocks through the block table (one gather per layer) and runs
-prefills and decodes of one batch together: each query sees the keys of its
-own request at positions <= its own.
+(index_copy_ into the cache). Attention runs prefills and decodes of one
+batch together: each query sees the keys of its own request at positions
+<= its own. It reads the cache one of two ways:
 
-Every shape here is the step's padded token count or a power-of-two count of
-blocks, never the request count or a query length, so that the eager ops of
-attention have a bounded set of programs, all compiled at warm-up. The
-per-step index work (which request each token belongs to) is done once per
-step on the CPU by the metadata builder and shared by every layer.
+- native (the default): torch_pjrt::paged_attention, one op lowered in the
+  C table (src/ops/attention.c). The step's query rows are laid out in tiles
+  of one request each (paged.py); each tile walks its request's blocks a
+  chunk at a time with an online softmax, so no context is ever gathered
+  whole. Shapes: (token bucket, rows per tile, tile bucket).
+- gather (TORCH_PJRT_VLLM_ATTENTION=gather, kept to measure against): each
+  query token gathers its request's first nb blocks through the block table,
+  one softmax over them. Shapes: (token bucket, power-of-two block bucket).
+
+Either way every shape is a padded count, never the request count or a query
+length, so attention has a bounded set of programs, all compiled at
+warm-up. The per-step index work is done once per step on the host by the
+metadata builder and shared by every layer.
 """
 from __future__ import annotations
 
@@ -31,8 +38,19 @@ from vllm.v1.attention.backend import (
 )
 from vllm.v1.kv_cache_layout import KVCacheLayout
 
+import os
+
 from ..bucketing import bucket_size
+from . import paged
 from .kernels import whole
+
+
+def native_attention() -> bool:
+    """The native lowering unless TORCH_PJRT_VLLM_ATTENTION=gather."""
+    mode = os.environ.get("TORCH_PJRT_VLLM_ATTENTION", "native")
+    if mode not in ("native", "gather"):
+        raise ValueError(f"TORCH_PJRT_VLLM_ATTENTION must be 'native' or 'gather', got {mode!r}")
+    return mode == "native"
 
 
 def _pow2(n: int) -> int:
@@ -84,14 +102,17 @@ class TpuAttentionBackend(AttentionBackend):
 @dataclass
 class TpuAttentionMetadata:
     num_actual_tokens: int
+    # The gather path's (None on the native one):
     # [N] on tpu: each query token's position in its sequence (N is the
     # step's token count, padded; a padding token's is -1: it sees nothing
     # and its output is never read).
-    query_pos: torch.Tensor
+    query_pos: torch.Tensor | None
     # [N, nb] on the host: the blocks each query token reads (its request's
     # first nb blocks; padding reads block 0, masked by position).
-    blocks: torch.Tensor
+    blocks: torch.Tensor | None
     slot_mapping: torch.Tensor
+    # The native path's tiles, on tpu (None on the gather path).
+    tiles: paged.TileLayout | None = None
 
 
 # The host copy of each of vLLM's device block tables, by the device
@@ -133,6 +154,7 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         self.device = device
         self.eager = vllm_config.model_config.enforce_eager
         self.max_tokens = vllm_config.scheduler_config.max_num_batched_tokens
+        self.native = native_attention()
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
               fast_build: bool = False) -> TpuAttentionMetadata:
@@ -150,6 +172,10 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
             seq = m.seq_lens[:R].cpu().numpy().astype(np.int64)
         qlen = qsl[1:] - qsl[:-1]
         table = _host_table(whole(m.block_table_tensor))
+        if self.native:
+            tiles = paged.layout(qsl, seq, table, N, B).to(self.device)
+            return TpuAttentionMetadata(num_actual_tokens=N, query_pos=None, blocks=None,
+                                        slot_mapping=m.slot_mapping, tiles=tiles)
         nb = block_bucket(int(seq.max(initial=1)), B, table.shape[1])
         if TpuAttentionMetadataBuilder.warm_blocks is not None:
             nb = min(TpuAttentionMetadataBuilder.warm_blocks, table.shape[1])
@@ -228,6 +254,10 @@ class TpuAttentionImpl(AttentionImpl):
             return output
         md: TpuAttentionMetadata = attn_metadata
         N = query.shape[0]
+        if md.tiles is not None:
+            out = self.native(query, kv_cache, md.tiles)
+            output.copy_(out.reshape(output.shape))
+            return output
         H, D = self.num_kv_heads, self.head_size
         G = self.num_heads // H
         blocks, qpos = md.blocks, md.query_pos
@@ -257,6 +287,42 @@ class TpuAttentionImpl(AttentionImpl):
         out = torch.einsum("nhgs,nshd->nhgd", probs, v)
         output.copy_(out.reshape(output.shape).to(output.dtype))
         return output
+
+
+    def native(self, query: torch.Tensor, kv_cache: torch.Tensor,
+               tiles: paged.TileLayout) -> torch.Tensor:
+        """torch_pjrt::paged_attention over this layer's cache: [N, Hq, D]."""
+        n = query.shape[0]
+        tiles = _fit_tiles(tiles, n)
+        q = query.reshape(n, self.num_heads, self.head_size)
+        return paged.paged_attention(q, _memory_order(kv_cache), tiles, self.scale,
+                                     self.logits_soft_cap or None, self.sliding_window)
+
+    def warm_up(self, kv_cache: torch.Tensor, dtype: torch.dtype, n_rows: int, table_width: int,
+                shapes: list[tuple[int, int]]) -> None:
+        """Compiles the native op for n_rows query rows at each (T, P) in
+        shapes, for a block table table_width wide: every row padding, the
+        same programs serving looks up (a program depends on shapes, not
+        values)."""
+        cache = _memory_order(kv_cache)
+        q = torch.zeros(n_rows, self.num_heads, self.head_size, dtype=dtype, device=cache.device)
+        c = paged.chunk_blocks(cache.shape[1])
+        for t, p in shapes:
+            tiles = paged.TileLayout(
+                torch.zeros(p, paged.padded_width(table_width, c), dtype=torch.int32),
+                torch.zeros(p * t, dtype=torch.int32), torch.full((p * t,), -1, dtype=torch.int32),
+                torch.zeros(n_rows, dtype=torch.int32), c).to(cache.device)
+            paged.paged_attention(q, cache, tiles, self.scale, self.logits_soft_cap or None,
+                                  self.sliding_window)
+
+
+def _fit_tiles(tiles: paged.TileLayout, n: int) -> paged.TileLayout:
+    """tiles for n query rows (a caller that did not pad as the runner does):
+    extra rows read row 0, which is never read back."""
+    if tiles.token_row.shape[0] == n:
+        return tiles
+    return paged.TileLayout(tiles.tile_blocks, tiles.row_token, tiles.row_pos,
+                            _fit(tiles.token_row, n), tiles.chunk_blocks)
 
 
 def _memory_order(kv_cache: torch.Tensor) -> torch.Tensor:

@@ -30,7 +30,9 @@ from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
 from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
 from . import quant as _quant  # noqa: F401  (the weight-only quantized linear kernel)
-from .attention import TpuAttentionMetadataBuilder, block_buckets, register_host_table
+from . import paged
+from .attention import (TpuAttentionImpl, TpuAttentionMetadataBuilder, block_buckets,
+                        native_attention, register_host_table)
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
 from .sampler import PaddedSampler, request_bucket, request_buckets
 
@@ -225,6 +227,34 @@ class TpuModelRunner(GPUModelRunner):
         return 0  # no CUDA graphs
 
 
+def _warm_up_paged(runner, sizes: list[int], widths: list[int]) -> None:
+    """Compiles torch_pjrt::paged_attention for every (token bucket, tile
+    shape) each distinct attention layer can meet (paged.tile_shapes)."""
+    layers, seen = [], set()
+    for layer in runner.compilation_config.static_forward_context.values():
+        impl = getattr(layer, "impl", None)
+        cache = getattr(layer, "kv_cache", None)
+        if not isinstance(impl, TpuAttentionImpl) or not isinstance(cache, torch.Tensor) \
+                or cache.numel() == 0 or impl.kv_sharing_target_layer_name is not None:
+            continue
+        key = (impl.num_heads, impl.num_kv_heads, impl.head_size, impl.logits_soft_cap,
+               impl.sliding_window, tuple(cache.shape), cache.dtype)
+        if key not in seen:
+            seen.add(key)
+            layers.append((impl, cache))
+    work, prev = [], 0
+    for n in sizes:
+        work.append((n, paged.tile_shapes(n, prev, runner.max_num_reqs)))
+        prev = n
+    total = len(layers) * len(widths) * sum(len(shapes) for _, shapes in work)
+    with tqdm(total=total, desc="Compiling paged attention on tpu", unit="shape") as bar:
+        for impl, cache in layers:
+            for w in widths:
+                for n, shapes in work:
+                    impl.warm_up(cache, runner.model_config.dtype, n, w, shapes)
+                    bar.update(len(shapes))
+
+
 def _host_whole(device_buf: torch.Tensor, head: np.ndarray) -> torch.Tensor:
     """A host tensor shaped as device_buf whose first rows are head, the rest
     zeros: copying it into device_buf is an upload of the whole buffer."""
@@ -327,15 +357,21 @@ class TpuWorker(Worker):
         if not self.model_config.enforce_eager:
             # Compile every token bucket now, so serving never compiles; the
             # executables also land in the disk cache for the next start.
-            # Attention's eager ops are shaped by (token bucket, block
-            # bucket): each pair runs once, so a step of any length finds
-            # its programs compiled.
             sizes = sorted({min(bucket_size(n), runner.max_num_tokens)
                             for n in (1, runner.max_num_tokens)} |
                            {b for b in DEFAULT_BUCKETS if b <= runner.max_num_tokens})
-            blocks = sorted({nb for t in runner.input_batch.block_table.block_tables
-                             for nb in block_buckets(t.block_table.gpu.shape[1])})
-            steps = [(s, nb) for s in sizes for nb in blocks]
+            native = native_attention()
+            widths = sorted({t.block_table.gpu.shape[1]
+                             for t in runner.input_batch.block_table.block_tables})
+            if native:
+                # The model's graphs per token bucket; attention's own
+                # programs (token bucket, tile shape) are compiled directly
+                # below, without running the model for each.
+                steps = [(s, None) for s in sizes]
+            else:
+                # Attention's eager ops are shaped by (token bucket, block
+                # bucket): each pair runs once.
+                steps = [(s, nb) for s in sizes for w in widths for nb in block_buckets(w)]
             try:
                 for size, nb in tqdm(steps, desc="Compiling token buckets on tpu", unit="shape"):
                     TpuAttentionMetadataBuilder.warm_blocks = nb
@@ -343,6 +379,8 @@ class TpuWorker(Worker):
                                       force_attention=True)
             finally:
                 TpuAttentionMetadataBuilder.warm_blocks = None
+            if native:
+                _warm_up_paged(runner, sizes, widths)
             # The slot-mapping kernel (not run by dummy steps) works on whole
             # buffers: one call compiles its programs for every batch.
             runner.input_batch.block_table.compute_slot_mapping(
