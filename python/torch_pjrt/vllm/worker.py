@@ -372,6 +372,11 @@ class TpuWorker(Worker):
                 # Attention's eager ops are shaped by (token bucket, block
                 # bucket): each pair runs once.
                 steps = [(s, nb) for s in sizes for w in widths for nb in block_buckets(w)]
+            # The first write into a layer's cache leaves its buffer in the
+            # flat slot layout that every later write and read sees (the
+            # write before it sees the allocation's layout: another program).
+            # One step first, so each step below compiles serving's programs.
+            steps = [steps[0]] + steps
             try:
                 for size, nb in tqdm(steps, desc="Compiling token buckets on tpu", unit="shape"):
                     TpuAttentionMetadataBuilder.warm_blocks = nb
