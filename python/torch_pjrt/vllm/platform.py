@@ -39,7 +39,9 @@ class TpuPlatform(Platform):
     # Small helper functions that vLLM compiles on its own (outside the model)
     # run eagerly: each would otherwise be a compile of its own at start-up.
     simple_compile_backend: str = "eager"
-    # One device per engine for now; gloo carries vLLM's (CPU) control messages.
+    # gloo for vLLM's (CPU) groups; with several ranks (tensor parallelism)
+    # the worker names "cpu:gloo,tpu:pjrt", so that the device groups run
+    # their collectives through torch_pjrt's "pjrt" process group.
     dist_backend: str = "gloo"
     device_control_env_var: str = "TORCH_PJRT_VISIBLE_DEVICES"
 
@@ -142,11 +144,8 @@ class TpuPlatform(Platform):
         from vllm.config import CompilationMode, CUDAGraphMode
 
         parallel = vllm_config.parallel_config
-        if parallel.tensor_parallel_size > 1 or parallel.pipeline_parallel_size > 1:
-            raise NotImplementedError(
-                "tensor_parallel_size and pipeline_parallel_size > 1 are not supported on "
-                "tpu yet: one engine uses one tpu device (vLLM's parallel groups over "
-                "torch_pjrt's pjrt process groups are not wired up)")
+        if parallel.pipeline_parallel_size > 1:
+            raise NotImplementedError("pipeline_parallel_size > 1 is not supported on tpu yet")
         if vllm_config.speculative_config is not None:
             # The runner's host-to-device copies send whole buffers
             # (worker._WholeCopyBuffer), which speculative decoding's device

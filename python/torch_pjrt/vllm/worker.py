@@ -378,7 +378,11 @@ def _own_storages(kv_caches: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
             order = sorted(range(t.dim()), key=lambda d: -t.stride()[d])
             base = torch.zeros([t.shape[d] for d in order], dtype=t.dtype, device=t.device)
             new = base.permute([order.index(d) for d in range(t.dim())])
-            fresh[id(t)] = new if new.stride() == t.stride() else t
+            # A dim of size 1 (one KV head per rank under tensor parallelism)
+            # may carry any stride: only the others must agree, and the new
+            # view then takes t's strides exactly.
+            same = all(a == b for n, a, b in zip(t.shape, new.stride(), t.stride()) if n > 1)
+            fresh[id(t)] = new.as_strided(t.shape, t.stride()) if same else t
         out[name] = fresh[id(t)]
     return out
 
@@ -400,12 +404,14 @@ class _WholeCopyBuffer(CpuGpuBuffer):
 
 class TpuWorker(Worker):
     def init_device(self) -> None:
-        self.device = torch.device("tpu", self.local_rank)
+        self.device = torch.device("tpu", self.local_rank % torch.tpu.device_count())
         torch.tpu.set_device(self.device)
         TpuPlatform.check_if_supports_dtype(self.model_config.dtype)
+        backend = TpuPlatform.dist_backend
+        if self.parallel_config.world_size > 1:
+            backend = "cpu:gloo,tpu:pjrt"
         init_worker_distributed_environment(
-            self.vllm_config, self.rank, self.distributed_init_method, self.local_rank,
-            TpuPlatform.dist_backend)
+            self.vllm_config, self.rank, self.distributed_init_method, self.local_rank, backend)
         set_random_seed(self.model_config.seed)
         self._init_workspace_and_model_runner()
 

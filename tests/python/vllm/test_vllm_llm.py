@@ -227,24 +227,45 @@ def test_engine_still_serves_after_refused_engines(llm, hf_greedy):
     assert _greedy(llm, PROMPTS[:2]) == hf_greedy[:2]
 
 
-def test_tensor_parallel_is_a_clear_error(llama_path):
-    with pytest.raises(Exception, match="tensor_parallel_size"):
-        vllm.LLM(model=llama_path, tensor_parallel_size=2, **ENGINE_ARGS)
+def test_pipeline_parallel_is_a_clear_error(llama_path):
+    with pytest.raises(Exception, match="pipeline_parallel_size > 1 is not supported on tpu"):
+        vllm.LLM(model=llama_path, pipeline_parallel_size=2, **ENGINE_ARGS)
+
+
+def test_tensor_parallel_heads_not_divisible_gets_vllms_error(llama_path):
+    # 4 query heads over 3 ranks: vLLM's own check, before any worker starts
+    with pytest.raises(Exception, match=r"divisible by tensor parallel size \(3\)"):
+        vllm.LLM(model=llama_path, tensor_parallel_size=3, **ENGINE_ARGS)
 
 
 SCRIPT = r"""
 import json, os, sys
 path, prompts, max_tokens, eager = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+tp = int(sys.argv[5])
 if eager != "eager":  # the engine in this process, so its metrics are ours to read
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
 import torch_pjrt
 from vllm import LLM, SamplingParams
 # 128 tokens: the longest prompt (70) and its continuation fit, and the
-# compiled engine's warm-up has 5 token buckets x 4 block buckets to compile.
+# compiled engine's warm-up has 5 token buckets to compile.
 llm = LLM(model=path, dtype="float32", max_model_len=128, kv_cache_memory_bytes=8 << 20,
-          enforce_eager=eager == "eager", seed=0, max_num_batched_tokens=128, max_num_seqs=16)
+          enforce_eager=eager == "eager", seed=0, max_num_batched_tokens=128, max_num_seqs=16,
+          tensor_parallel_size=tp)
+
+
+def worker_reset(worker):
+    torch_pjrt.reset_metrics()
+
+
+def worker_metrics(worker):
+    m = torch_pjrt.metrics()
+    return {"fallbacks": torch_pjrt.fallbacks(),
+            **{k: m[k] for k in ("compiles", "cache_misses", "graph_traces", "graph_runs",
+                                 "graph_collectives")}}
+
+
 inner = {"attention": 0, "slot_mapping": 0}
-if eager != "eager":
+if eager != "eager" and tp == 1:
     # Program-cache misses inside attention and the slot-mapping kernel:
     # both are shaped by token and block buckets, all warmed up at start-up.
     import vllm.v1.worker.block_table as block_table
@@ -263,6 +284,8 @@ if eager != "eager":
     block_table.BlockTable.compute_slot_mapping = counted(
         "slot_mapping", block_table.BlockTable.compute_slot_mapping)
 torch_pjrt.reset_metrics()
+if tp > 1:  # each rank is a worker process of its own
+    llm.collective_rpc(worker_reset)
 params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
 runs = []
 for batch in (prompts, prompts[::-1][:3]):
@@ -272,29 +295,32 @@ m = torch_pjrt.metrics()
 keys = ("graph_traces", "graph_compiles", "graph_runs", "cache_misses")
 print("METRICS", json.dumps({**{k: m[k] for k in keys}, **inner}))
 print("TOKENS", json.dumps(runs))
+if tp > 1:
+    print("WORKERS", json.dumps(llm.collective_rpc(worker_metrics)))
 """
 
 
-def _greedy_in_child(path, prompts, eager=True):
+def _greedy_in_child(path, prompts, eager=True, tp=1):
     """Greedy tokens from LLM(...) as a user runs it: a fresh process,
     vLLM's engine core in a child process of its own. Two batches: the
-    prompts, then the last three in reverse order."""
+    prompts, then the last three in reverse order. With tp > 1 the metrics
+    are each worker's (a list, by rank)."""
     env = dict(os.environ)
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
     # An engine in this process may have set it (spawn, as its client is
     # open); a fresh process forks its engine core, as a user's would.
     env.pop("VLLM_WORKER_MULTIPROC_METHOD", None)
-    args = [path, json.dumps(prompts), str(MAX_TOKENS), "eager" if eager else "compiled"]
+    args = [path, json.dumps(prompts), str(MAX_TOKENS), "eager" if eager else "compiled", str(tp)]
     r = subprocess.run([sys.executable, "-c", SCRIPT, *args], env=env, capture_output=True,
                        text=True, timeout=400)
     assert r.returncode == 0, r.stderr[-3000:]
     found = {}
     for ln in r.stdout.splitlines():
         key, _, rest = ln.partition(" ")
-        if key in ("TOKENS", "METRICS"):
+        if key in ("TOKENS", "METRICS", "WORKERS"):
             found[key] = json.loads(rest)
     assert "TOKENS" in found, r.stdout[-2000:] + r.stderr[-2000:]
-    return found["TOKENS"], found["METRICS"]
+    return found["TOKENS"], found["WORKERS" if tp > 1 else "METRICS"]
 
 
 def test_default_engine_process(llama_path, hf_greedy):
@@ -314,10 +340,26 @@ def test_compiled_greedy_matches_hf(llama_path, hf_greedy):
     # workload (prefills of 1 to 70 tokens, then decodes) only runs them.
     assert metrics["graph_runs"] > 0
     assert metrics["graph_traces"] == 0 and metrics["graph_compiles"] == 0
-    # Nor do the eager ops of attention (per token, shaped by the token
-    # bucket and a power-of-two block count) and of the slot mapping (whole
-    # buffers): their programs were all compiled by the warm-up.
+    # Nor do the eager ops of attention (shaped by the token bucket and the
+    # tile shape) and of the slot mapping (whole buffers): their programs
+    # were all compiled by the warm-up.
     assert metrics["attention"] == 0 and metrics["slot_mapping"] == 0
+
+
+def test_tensor_parallel_matches_hf(llama_path, hf_greedy):
+    # LLM(..., tensor_parallel_size=2) as a user writes it: vLLM starts a
+    # worker process per rank, each on its tpu device, its parallel groups
+    # over the "pjrt" process group (gloo for the CPU ones). The tiny Llama
+    # has 2 KV heads: one per rank. Compiled: the layers' all_reduces run in
+    # the captured graphs as functional collectives.
+    (first, second), workers = _greedy_in_child(llama_path, PROMPTS, eager=False, tp=2)
+    assert first == hf_greedy
+    assert second == hf_greedy[::-1][:3]
+    assert len(workers) == 2
+    for w in workers:
+        assert w["fallbacks"] == {}
+        assert w["graph_collectives"] > 0 and w["graph_runs"] > 0
+        assert w["compiles"] == 0 and w["cache_misses"] == 0 and w["graph_traces"] == 0
 
 
 def test_qwen3_greedy_matches_hf(tmp_path):
