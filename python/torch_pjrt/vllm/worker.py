@@ -22,7 +22,7 @@ from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.outputs import LogprobsTensors
 from vllm.v1.utils import CpuGpuBuffer
 from vllm.v1.worker import gpu_input_batch
-from vllm.v1.worker.gpu_input_batch import InputBatch
+from vllm.v1.worker import gpu_model_runner as gmr
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
@@ -47,13 +47,8 @@ logger = init_logger(__name__)
 class TpuModelRunner(GPUModelRunner):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.input_batch.__class__ = TpuInputBatch
         self.padded_sampler = PaddedSampler(self.sampler, self.model_config.get_vocab_size(),
                                             self.model_config.max_logprobs, self.device)
-
-    def may_reinitialize_input_batch(self, *args, **kwargs) -> None:
-        super().may_reinitialize_input_batch(*args, **kwargs)
-        self.input_batch.__class__ = TpuInputBatch
 
     def _pads_requests(self) -> bool:
         """Whether steps run on a padded request count (our input
@@ -271,22 +266,6 @@ class TpuModelRunner(GPUModelRunner):
             hidden = torch.zeros(n, hidden_size, dtype=self.model_config.dtype, device=self.device)
             self._prompt_logprobs_chunk(hidden, 0, [], self.padded_sampler.k)
 
-    def initialize_kv_cache_tensors(self, *args, **kwargs):
-        # vLLM carves every layer's cache out of one raw int8 allocation. On
-        # tpu a write into a view of a storage is a program over the whole
-        # storage's buffer, and into this one (reinterpreted, shared by the
-        # layers) it was not done in place: each layer's cache write copied
-        # the whole allocation (190 ms per write for 256 MiB, 13 ms for
-        # 16 MiB, 2026-12-05). Each layer gets a storage of its own instead.
-        import vllm.v1.worker.gpu_model_runner as gmr
-
-        allocate = gmr.allocate_kv_cache
-        gmr.allocate_kv_cache = lambda *a, **k: _own_storages(allocate(*a, **k))
-        try:
-            return super().initialize_kv_cache_tensors(*args, **kwargs)
-        finally:
-            gmr.allocate_kv_cache = allocate
-
     def _sync_device(self) -> None:
         torch.tpu.synchronize(self.device)
 
@@ -345,24 +324,49 @@ def _host_whole(device_buf: torch.Tensor, head: np.ndarray) -> torch.Tensor:
     return out
 
 
-class TpuInputBatch(InputBatch):
-    """vLLM's persistent batch, whose sampling parameters reach the device
-    as whole-buffer uploads (vLLM copies the first n rows: a program per n)."""
-
-    def _make_sampling_metadata(self):
-        copy_slice = gpu_input_batch.copy_slice
-        gpu_input_batch.copy_slice = _copy_whole
-        try:
-            return super()._make_sampling_metadata()
-        finally:
-            gpu_input_batch.copy_slice = copy_slice
+def _on_tpu(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == "tpu"
 
 
-def _copy_whole(from_tensor: torch.Tensor, to_tensor: torch.Tensor, length: int) -> torch.Tensor:
-    """vllm.v1.utils.copy_slice's contract (the first `length` rows of
-    to_tensor hold from_tensor's), by uploading the whole host buffer."""
-    to_tensor.copy_(from_tensor)
-    return to_tensor[:length]
+def _whole_copy_slice(original):
+    """vLLM's copy_slice (the first `length` rows of to_tensor get
+    from_tensor's), which the persistent batch uses for its sampling
+    parameters: onto a tpu tensor of the host buffer's shape it uploads the
+    whole buffer (a write into the first n rows is a program per n; an
+    upload compiles nothing). Other devices keep vLLM's."""
+    def copy_slice(from_tensor: torch.Tensor, to_tensor: torch.Tensor, length: int):
+        if _on_tpu(to_tensor) and from_tensor.shape == to_tensor.shape:
+            to_tensor.copy_(from_tensor)
+            return to_tensor[:length]
+        return original(from_tensor, to_tensor, length)
+    copy_slice.tpu_original = original
+    return copy_slice
+
+
+def _own_storage_caches(original):
+    """vLLM's allocate_kv_cache, each tpu layer's cache then moved to a
+    storage of its own (_own_storages). vLLM carves every layer's cache out
+    of one raw int8 allocation. On tpu a write into a view of a storage is a
+    program over the whole storage's buffer, and into this one
+    (reinterpreted, shared by the layers) it was not done in place: each
+    layer's cache write copied the whole allocation (190 ms per write for
+    256 MiB, 13 ms for 16 MiB, 2026-12-05)."""
+    def allocate_kv_cache(*args, **kwargs):
+        caches = original(*args, **kwargs)
+        if any(_on_tpu(t) for t in caches.values()):
+            caches = _own_storages(caches)
+        return caches
+    allocate_kv_cache.tpu_original = original
+    return allocate_kv_cache
+
+
+# Installed once, when vLLM imports this worker in its worker process (the
+# tpu platform's): module functions of vLLM that its runner calls by name.
+# They act only on tpu tensors, so they hold whatever thread calls them.
+if not hasattr(gpu_input_batch.copy_slice, "tpu_original"):
+    gpu_input_batch.copy_slice = _whole_copy_slice(gpu_input_batch.copy_slice)
+if not hasattr(gmr.allocate_kv_cache, "tpu_original"):
+    gmr.allocate_kv_cache = _own_storage_caches(gmr.allocate_kv_cache)
 
 
 def _own_storages(kv_caches: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
