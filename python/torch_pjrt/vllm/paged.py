@@ -5,7 +5,8 @@ A tile is T query rows of one request; it reads that request's blocks of the
 KV cache a chunk at a time, so one gathered block serves T queries. Decode
 steps (every request one new token) use T = 1 and one tile per token row;
 steps with a prefill use T = PREFILL_TILE, a request of q new tokens taking
-ceil(q / T) tiles, and the tile count padded to a power of two. Shapes then
+ceil(q / T) tiles, and the tile count padded to a power of two (steps of
+at most SMALL_STEP_ROWS rows keep T = 1). Shapes then
 depend only on the step's token bucket and that tile bucket, a short list
 the worker compiles at warm-up (tile_shapes).
 
@@ -23,6 +24,11 @@ import torch
 # step of the lowering reads per tile (in blocks: KEYS_PER_STEP // block).
 PREFILL_TILE = 16
 KEYS_PER_STEP = 64
+# Steps of at most this many rows use one row per tile whatever they hold:
+# they cost at most what as many decodes cost, and their token buckets then
+# need one program each instead of one per tile count (fewer to compile at
+# start-up).
+SMALL_STEP_ROWS = 32
 
 
 def _pow2(n: int) -> int:
@@ -54,9 +60,10 @@ class TileLayout:
                           self.chunk_blocks)
 
 
-def tile_rows(max_query_len: int) -> int:
-    """T for a step whose longest query is max_query_len tokens."""
-    return 1 if max_query_len <= 1 else PREFILL_TILE
+def tile_rows(max_query_len: int, n_rows: int) -> int:
+    """T for a step of n_rows padded rows whose longest query is
+    max_query_len tokens."""
+    return 1 if max_query_len <= 1 or n_rows <= SMALL_STEP_ROWS else PREFILL_TILE
 
 
 def tile_count(n_rows: int, tiles_needed: int, rows_per_tile: int) -> int:
@@ -72,6 +79,8 @@ def tile_shapes(n_rows: int, prev_rows: int, max_reqs: int) -> list[tuple[int, i
     smaller token bucket is prev_rows (0 for none) and at most max_reqs
     requests run: what the warm-up compiles."""
     out = [(1, n_rows)]
+    if n_rows <= SMALL_STEP_ROWS:
+        return out
     t = PREFILL_TILE
     # more than prev_rows real tokens, so at least ceil((prev_rows+1)/T)
     # tiles; at most every request's partial tile on top of the full ones
@@ -99,7 +108,7 @@ def layout(query_start: np.ndarray, seq_lens: np.ndarray, table: np.ndarray, n_r
     n_real = int(qsl[-1]) if r > 0 else 0
     if n_real > n_rows:
         raise ValueError(f"paged attention: {n_real} query tokens do not fit {n_rows} rows")
-    t = tile_rows(int(qlen.max(initial=0)))
+    t = tile_rows(int(qlen.max(initial=0)), n_rows)
     ntiles_req = -(-qlen // t)
     first_tile = np.concatenate([[0], np.cumsum(ntiles_req)])
     p = tile_count(n_rows, int(first_tile[-1]), t)
