@@ -18,11 +18,15 @@ ones vLLM's sampler gives. Two layout changes keep shapes fixed:
   generator and the rows are stacked, instead of written into row i of the
   batch's noise (a write at row i is a program per i);
 - the top logprobs are gathered for the largest count any request may ask
-  (max_logprobs) and cut on the host to the batch's largest.
+  (max_logprobs) and cut on the host to the batch's largest;
+- penalties (repetition, frequency, presence) count each request's tokens
+  from a [bucket, max_model_len] table built on the host (prompt then output
+  tokens, padded with vocab_size), not from vLLM's tensors padded to the
+  batch's longest prompt and output (a program per length).
 
-Batches that use what this does not cover (penalties, bad words, allowed
-token ids, logprob token ids, other logprobs modes, all-vocab logprobs) go
-through vLLM's own sampler on the real rows, which may compile.
+Batches that use what this does not cover (bad words, allowed token ids,
+logprob token ids, other logprobs modes, all-vocab logprobs) go through
+vLLM's own sampler on the real rows, which may compile.
 """
 from __future__ import annotations
 
@@ -57,7 +61,7 @@ class PaddedSampler:
         """Whether this batch's sampling runs here (else vLLM's sampler)."""
         k = md.max_num_logprobs
         holder = md.thinking_budget_state_holder
-        return (self.sampler.logprobs_mode == "raw_logprobs" and md.no_penalties
+        return (self.sampler.logprobs_mode == "raw_logprobs"
                 and not md.bad_words_token_ids and md.allowed_token_ids_mask is None
                 and not md.logprob_token_ids and (k is None or 0 <= k <= self.k)
                 and (holder is None or not holder.has_tracked_requests()))
@@ -68,7 +72,8 @@ class PaddedSampler:
         returns the real rows' tokens and logprobs as host tensors."""
         padded = logits.shape[0]
         params = self._params(batch, num_reqs, padded, md.all_greedy, top_k, top_p)
-        sampled, logprobs = self._run(logits, md, params, num_reqs, padded)
+        penalties = None if md.no_penalties else self._penalties(batch, md, num_reqs, padded)
+        sampled, logprobs = self._run(logits, md, params, num_reqs, padded, penalties)
         tokens = sampled.cpu()[:num_reqs]
         lp = None
         if logprobs is not None:
@@ -94,7 +99,48 @@ class PaddedSampler:
             out["top_p"] = torch.from_numpy(p).to(self.device)
         return out
 
-    def _run(self, logits, md, params, num_reqs, padded):
+    def _penalties(self, batch, md, num_reqs, padded):
+        """Each request's prompt and output tokens in a [padded,
+        max_model_len] table (vocab_size past them), which of them are
+        output tokens, and the three penalties (neutral on padding rows),
+        uploaded whole."""
+        width = batch.token_ids_cpu.shape[1]
+        tokens = np.full((padded, width), self.vocab, dtype=np.int64)
+        is_out = np.zeros((padded, width), dtype=np.float32)
+        for i in range(num_reqs):
+            n = int(batch.num_prompt_tokens[i])
+            tokens[i, :n] = batch.token_ids_cpu[i, :n]
+            out = np.asarray(md.output_token_ids[i], dtype=np.int64)[: width - n]
+            # -1: a placeholder vLLM may leave for an async step (as vLLM)
+            tokens[i, n: n + len(out)] = np.where(out < 0, self.vocab, out)
+            is_out[i, n: n + len(out)] = 1
+        freq = np.zeros(padded, dtype=np.float32)
+        pres = np.zeros(padded, dtype=np.float32)
+        rep = np.ones(padded, dtype=np.float32)
+        freq[:num_reqs] = batch.frequency_penalties_cpu[:num_reqs]
+        pres[:num_reqs] = batch.presence_penalties_cpu[:num_reqs]
+        rep[:num_reqs] = batch.repetition_penalties_cpu[:num_reqs]
+        return {k: torch.from_numpy(v).to(self.device) for k, v in
+                (("tokens", tokens), ("is_out", is_out), ("frequency", freq),
+                 ("presence", pres), ("repetition", rep))}
+
+    def _apply_penalties(self, logits, pen):
+        """vLLM's apply_penalties on the padded table: repetition scales the
+        logits of tokens seen in the prompt or output (divided where
+        positive, multiplied elsewhere), then frequency and presence
+        subtract per output count and per output token seen."""
+        rows = logits.shape[0]
+        tokens = pen["tokens"]
+        seen = torch.zeros(rows, self.vocab + 1, dtype=torch.float32, device=logits.device)
+        seen = seen.scatter_add(1, tokens, torch.ones_like(pen["is_out"]))[:, : self.vocab] > 0
+        counts = torch.zeros(rows, self.vocab + 1, dtype=torch.float32, device=logits.device)
+        counts = counts.scatter_add(1, tokens, pen["is_out"])[:, : self.vocab]
+        rep = torch.where(seen, pen["repetition"].unsqueeze(1), 1.0)
+        logits = logits * torch.where(logits > 0, 1.0 / rep, rep)
+        logits = logits - pen["frequency"].unsqueeze(1) * counts
+        return logits - pen["presence"].unsqueeze(1) * (counts > 0)
+
+    def _run(self, logits, md, params, num_reqs, padded, penalties=None):
         s = self.sampler
         raw = s.compute_logprobs(logits) if md.max_num_logprobs is not None else None
         logits = logits.to(torch.float32)
@@ -102,6 +148,8 @@ class PaddedSampler:
         # request uses them).
         for proc in md.logitsprocs.non_argmax_invariant:
             logits = proc.apply(logits)
+        if penalties is not None:
+            logits = self._apply_penalties(logits, penalties)
         greedy = logits.argmax(dim=-1).view(-1)
         if params is None:
             sampled = greedy
@@ -136,9 +184,10 @@ class PaddedSampler:
                 .exponential_(generator=generators.get(i)) for i in range(probs.shape[0])]
         return torch.stack(rows)
 
-    def warm_up(self, logits: torch.Tensor, logitsprocs) -> None:
+    def warm_up(self, logits: torch.Tensor, logitsprocs, max_model_len: int) -> None:
         """Runs every op sequence sample() may take on logits of this
-        bucket, so that their programs are compiled before serving."""
+        bucket (penalties on a table max_model_len wide, the input batch's
+        width), so that their programs are compiled before serving."""
         padded = logits.shape[0]
         gen = torch.Generator(device=self.device)
         gen.manual_seed(0)
@@ -147,15 +196,21 @@ class PaddedSampler:
             temperature_cpu = np.full(padded, 0.7, dtype=np.float32)
             top_k_cpu = np.full(padded, 5, dtype=np.int32)
             top_p_cpu = np.full(padded, 0.9, dtype=np.float32)
+            token_ids_cpu = np.zeros((padded, max_model_len), dtype=np.int32)
+            num_prompt_tokens = np.ones(padded, dtype=np.int32)
+            frequency_penalties_cpu = np.full(padded, 0.5, dtype=np.float32)
+            presence_penalties_cpu = np.full(padded, 0.5, dtype=np.float32)
+            repetition_penalties_cpu = np.full(padded, 1.2, dtype=np.float32)
 
         _Batch.temperature_cpu[0] = 0.0  # a greedy row among random ones
-        for all_greedy, topkp, generators, k in ((True, False, {}, self.k),
-                                                  (False, True, {0: gen}, self.k),
-                                                  (False, False, {}, None)):
+        for all_greedy, topkp, generators, k, no_penalties in (
+                (True, False, {}, self.k, True), (False, True, {0: gen}, self.k, True),
+                (False, False, {}, None, True), (True, False, {}, None, False)):
             md = SamplingMetadata(
                 temperature=None, all_greedy=all_greedy, all_random=False, top_p=None,
-                top_k=None, generators=generators, max_num_logprobs=k, no_penalties=True,
-                prompt_token_ids=None, frequency_penalties=None, presence_penalties=None,
-                repetition_penalties=None, output_token_ids=[], allowed_token_ids_mask=None,
+                top_k=None, generators=generators, max_num_logprobs=k,
+                no_penalties=no_penalties, prompt_token_ids=None, frequency_penalties=None,
+                presence_penalties=None, repetition_penalties=None,
+                output_token_ids=[[1]] * padded, allowed_token_ids_mask=None,
                 bad_words_token_ids={}, logitsprocs=logitsprocs)
             self.sample(logits, md, _Batch, padded, topkp, topkp)
