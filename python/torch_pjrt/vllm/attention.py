@@ -132,17 +132,16 @@ def _host_table(device_table: torch.Tensor) -> np.ndarray:
 
 
 class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]):
-    """Per-token metadata, worked out on the host once per step and shared by
+    """Per-step metadata, worked out on the host once per step and shared by
     every layer.
 
-    Shapes depend only on the step's padded token count and a power-of-two
-    count of blocks: attention's eager ops have one program per (token
-    bucket, block bucket), all compiled at warm-up
-    (TpuWorker.compile_or_warm_up_model), so serving compiles none. The
-    gather and scatter indices stay on the host: an index op checks its
-    indices before it launches, and a device index would make the host wait
-    for everything queued before it; host indices are checked where they are
-    and uploaded with the op."""
+    Native path: the tiles of torch_pjrt::paged_attention (paged.layout),
+    uploaded once for all layers; shapes depend on the step's token bucket
+    and tile shape, all compiled at warm-up (TpuWorker.compile_or_warm_up_model).
+    Gather path: each token's position (uploaded) and blocks (kept on the
+    host: an index op checks its indices before it launches, and a device
+    index would make the host wait for everything queued before it); shapes
+    depend on the token bucket and a power-of-two block count."""
 
     # Set by the worker's warm-up: the block count every step reads, so that
     # a dummy step compiles the programs of that block bucket.
