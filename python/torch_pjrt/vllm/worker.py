@@ -189,9 +189,11 @@ class TpuModelRunner(GPUModelRunner):
         out, done = {}, []
         for req_id, n_lp in want.items():
             num_tokens = num_scheduled_tokens.get(req_id)
+            if num_tokens is None:
+                continue  # preempted in its prefill
             request = self.requests[req_id]
-            if num_tokens is None or request.prompt_token_ids is None:
-                continue  # preempted in prefill; prompt embeddings have none
+            if request.prompt_token_ids is None:
+                continue  # prompt embeddings have no prompt logprobs
             prompt = request.prompt_token_ids
             tensors = request.in_progress_prompt_logprobs_cpu
             if tensors is None:
