@@ -19,6 +19,10 @@ ones vLLM's sampler gives. Two layout changes keep shapes fixed:
   batch's noise (a write at row i is a program per i);
 - the top logprobs are gathered for the largest count any request may ask
   (max_logprobs) and cut on the host to the batch's largest;
+- logit_bias and min_tokens (vLLM's built-in logits processors) become
+  one list of (row, token, value) additions padded to a few sizes, instead
+  of the processors' index tensors, as long as the batch's list (a program
+  per length);
 - penalties (repetition, frequency, presence) count each request's tokens
   from a [bucket, max_model_len] table built on the host (prompt then output
   tokens, padded with vocab_size), not from vLLM's tensors padded to the
@@ -33,9 +37,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 from vllm.v1.outputs import LogprobsTensors, SamplerOutput
+from vllm.v1.sample.logits_processor.builtin import (LogitBiasLogitsProcessor,
+                                                     MinTokensLogitsProcessor)
 from vllm.v1.sample.metadata import SamplingMetadata
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 from vllm.v1.sample.sampler import _SAMPLING_EPS, Sampler
+
+
+# Sizes the logit_bias / min_tokens additions of a batch are padded to; a
+# batch with more goes through the processors themselves.
+UPDATE_BUCKETS = (32, 256, 4096)
 
 
 def request_bucket(n: int, max_reqs: int) -> int:
@@ -73,7 +84,8 @@ class PaddedSampler:
         padded = logits.shape[0]
         params = self._params(batch, num_reqs, padded, md.all_greedy, top_k, top_p)
         penalties = None if md.no_penalties else self._penalties(batch, md, num_reqs, padded)
-        sampled, logprobs = self._run(logits, md, params, num_reqs, padded, penalties)
+        updates = self._logit_updates(md.logitsprocs.non_argmax_invariant)
+        sampled, logprobs = self._run(logits, md, params, num_reqs, padded, penalties, updates)
         tokens = sampled.cpu()[:num_reqs]
         lp = None
         if logprobs is not None:
@@ -124,6 +136,44 @@ class PaddedSampler:
                 (("tokens", tokens), ("is_out", is_out), ("frequency", freq),
                  ("presence", pres), ("repetition", rep))}
 
+    def _logit_updates(self, procs, size=None):
+        """vLLM's logit_bias and min_tokens processors as one padded list of
+        additions to the logits: (row, token, value) tensors, the padding
+        adding 0 at (0, 0); a min_tokens stop token adds -inf (the
+        processor sets -inf). {} when there is nothing to add; None when a
+        processor is not one of these two (or restores structured output's
+        stop tokens) or the list is longer than UPDATE_BUCKETS: then the
+        processors run themselves. size: pad to this instead (warm-up)."""
+        rows, toks, vals = [], [], []
+        for proc in procs:
+            if isinstance(proc, LogitBiasLogitsProcessor):
+                for r, bias in proc.biases.items():
+                    rows += [r] * len(bias)
+                    toks += list(bias.keys())
+                    vals += list(bias.values())
+            elif isinstance(proc, MinTokensLogitsProcessor):
+                for r, (_, _, stops, structured) in proc.min_toks.items():
+                    if structured:
+                        return None
+                    rows += [r] * len(stops)
+                    toks += list(stops)
+                    vals += [-np.inf] * len(stops)
+            else:
+                return None
+        if not rows and size is None:
+            return {}
+        size = size or next((b for b in UPDATE_BUCKETS if b >= len(rows)), None)
+        if size is None:
+            return None
+        row = np.zeros(size, dtype=np.int64)
+        tok = np.zeros(size, dtype=np.int64)
+        add = np.zeros(size, dtype=np.float32)
+        row[: len(rows)] = rows
+        tok[: len(rows)] = toks
+        add[: len(rows)] = vals
+        return {k: torch.from_numpy(v).to(self.device)
+                for k, v in (("row", row), ("token", tok), ("value", add))}
+
     def _apply_penalties(self, logits, pen):
         """vLLM's apply_penalties on the padded table: repetition scales the
         logits of tokens seen in the prompt or output (divided where
@@ -140,14 +190,18 @@ class PaddedSampler:
         logits = logits - pen["frequency"].unsqueeze(1) * counts
         return logits - pen["presence"].unsqueeze(1) * (counts > 0)
 
-    def _run(self, logits, md, params, num_reqs, padded, penalties=None):
+    def _run(self, logits, md, params, num_reqs, padded, penalties=None, updates=None):
         s = self.sampler
         raw = s.compute_logprobs(logits) if md.max_num_logprobs is not None else None
         logits = logits.to(torch.float32)
         # min_tokens and logit_bias act on the rows they name (none when no
         # request uses them).
-        for proc in md.logitsprocs.non_argmax_invariant:
-            logits = proc.apply(logits)
+        if updates is None:
+            for proc in md.logitsprocs.non_argmax_invariant:
+                logits = proc.apply(logits)
+        elif updates:
+            logits = logits.index_put((updates["row"], updates["token"]), updates["value"],
+                                      accumulate=True)
         if penalties is not None:
             logits = self._apply_penalties(logits, penalties)
         greedy = logits.argmax(dim=-1).view(-1)
@@ -214,3 +268,7 @@ class PaddedSampler:
                 output_token_ids=[[1]] * padded, allowed_token_ids_mask=None,
                 bad_words_token_ids={}, logitsprocs=logitsprocs)
             self.sample(logits, md, _Batch, padded, topkp, topkp)
+        # logit_bias / min_tokens additions at each padded size
+        for size in UPDATE_BUCKETS:
+            self._run(logits, md, None, padded, padded, None,
+                      self._logit_updates([], size=size))

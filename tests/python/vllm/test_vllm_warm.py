@@ -21,8 +21,8 @@ import _tiny_models as tiny_models  # noqa: E402
 # Requests arrive while others decode: one to three every other engine step.
 # Prompt lengths from 1 to 70 tokens; greedy, seeded sampling (temperature,
 # top_p, top_k), n=2, sampled-token logprobs, prompt logprobs (the 70-token
-# prompt's in two chunks) and repetition/frequency/presence penalties, mixed
-# in every batch.
+# prompt's in two chunks), repetition/frequency/presence penalties,
+# logit_bias and min_tokens, mixed in every batch.
 WORKLOAD = r"""
 import json, os, sys
 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the engine here: its metrics are ours
@@ -40,7 +40,10 @@ kinds = [dict(temperature=0), dict(temperature=0.8, top_p=0.9, top_k=20, seed=1)
          dict(temperature=0.6, top_p=0.5, seed=11, n=3, logprobs=3),
          dict(temperature=0, prompt_logprobs=2), dict(temperature=0.5, seed=13, prompt_logprobs=0),
          dict(temperature=0, repetition_penalty=1.3, frequency_penalty=0.4, presence_penalty=0.3),
-         dict(temperature=0.8, seed=17, presence_penalty=0.6, repetition_penalty=0.9, logprobs=2)]
+         dict(temperature=0.8, seed=17, presence_penalty=0.6, repetition_penalty=0.9, logprobs=2),
+         dict(temperature=0, logit_bias={5: 4.0, 17: -50.0, 200: 2.5}),
+         dict(temperature=0.7, seed=21, min_tokens=5, stop_token_ids=[7, 11],
+              logit_bias={9: 3.0})]
 torch_pjrt.reset_metrics()
 engine = llm.llm_engine
 pending, step, outs = list(range(len(lens))), 0, {}
