@@ -8,15 +8,6 @@
 #include "hlo/linalg.h"
 #include "tpj_test.h"
 
-static tpj_rt_shape_t typed(tpj_dtype_t dt, const int64_t* d, int n) {
-  tpj_rt_shape_t s;
-  memset(&s, 0, sizeof(s));
-  s.dtype = dt;
-  s.ndim = n;
-  for (int i = 0; i < n; ++i) s.dims[i] = d[i];
-  return s;
-}
-
 /* Runs aten::linalg_lu_factor_ex on the n x n row-major matrix a. */
 static tpj_status_t lu_factor(tpj_rt_t* rt, tpj_exec_t* ex, const float* a, int64_t n, float* lu,
                               int32_t* piv, int32_t* info) {
@@ -25,7 +16,7 @@ static tpj_status_t lu_factor(tpj_rt_t* rt, tpj_exec_t* ex, const float* a, int6
   tpj_status_t s = tpj_rt_buffer_from_host(rt, 0, TPJ_F32, d, 2, a, &ba);
   if (s) return s;
   tpj_exec_arg_t args[1] = {{ba, 0, {0}}};
-  tpj_rt_shape_t outs[3] = {typed(TPJ_F32, d, 2), typed(TPJ_I32, &n, 1), typed(TPJ_I32, NULL, 0)};
+  tpj_rt_shape_t outs[3] = {tpj_test_shape(TPJ_F32, d, 2), tpj_test_shape(TPJ_I32, &n, 1), tpj_test_shape(TPJ_I32, NULL, 0)};
   tpj_rt_buffer_t* r[3] = {NULL, NULL, NULL};
   s = tpj_exec_run(ex, "aten::linalg_lu_factor_ex", 0, args, 1, NULL, 0, outs, 3, r);
   if (!s) s = tpj_rt_buffer_to_host(rt, r[0], lu, (size_t)(n * n) * sizeof(float));

@@ -10,15 +10,6 @@
 #include "exec/exec.h"
 #include "tpj_test.h"
 
-static tpj_rt_shape_t typed(tpj_dtype_t dt, const int64_t* d, int n) {
-  tpj_rt_shape_t s;
-  memset(&s, 0, sizeof(s));
-  s.dtype = dt;
-  s.ndim = n;
-  for (int i = 0; i < n; ++i) s.dims[i] = d[i];
-  return s;
-}
-
 /* Runs the op with chunk c and window (-1: none); out gets 2 rows. */
 static tpj_status_t paged(tpj_rt_t* rt, tpj_exec_t* ex, int64_t c, int64_t window, float* out) {
   /* blocks x block 2 x 1 head x (key, value); the request holds blocks 3, 1 */
@@ -44,7 +35,7 @@ static tpj_status_t paged(tpj_rt_t* rt, tpj_exec_t* ex, int64_t c, int64_t windo
     args[i].buf = b[i];
   }
   int64_t attrs[4] = {TPJ_F32, c, window, 0};
-  tpj_rt_shape_t o = typed(TPJ_F32, dq, 3);
+  tpj_rt_shape_t o = tpj_test_shape(TPJ_F32, dq, 3);
   tpj_rt_buffer_t* r = NULL;
   if (!s) s = tpj_exec_run(ex, "tpj::paged_attention", 0, args, 8, attrs, 4, &o, 1, &r);
   if (!s) s = tpj_rt_buffer_to_host(rt, r, out, 2 * sizeof(float));

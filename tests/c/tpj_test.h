@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "rt/rt.h"
 
 typedef void (*tpj_test_fn)(int* failed);
 void tpj_test_register(const char* name, tpj_test_fn fn);
@@ -53,5 +54,15 @@ void tpj_test_register(const char* name, tpj_test_fn fn);
  * should then fail. */
 struct tpj_rt;
 struct tpj_rt* tpj_test_rt(void);
+
+/* An op result's shape: dtype dt, dims d[0..n), the rest zero. */
+static inline tpj_rt_shape_t tpj_test_shape(tpj_dtype_t dt, const int64_t* d, int n) {
+  tpj_rt_shape_t s;
+  memset(&s, 0, sizeof(s));
+  s.dtype = dt;
+  s.ndim = n;
+  for (int i = 0; i < n; ++i) s.dims[i] = d[i];
+  return s;
+}
 
 #endif /* TPJ_TEST_H_ */
