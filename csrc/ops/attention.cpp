@@ -350,20 +350,15 @@ Tensor paged_attention(const Tensor& q, const Tensor& cache, const Tensor& tile_
   check_index(row_pos, "row_pos", 1, -1, std::numeric_limits<int32_t>::max());
   check_index(token_row, "token_row", 1, 0, rows);
   TORCH_CHECK(q.device().is_privateuseone(), kPaged, ": query must be on tpu, got ", q.device());
-  c10::Device dev = q.device();
-  TORCH_CHECK(cache.device() == dev, "Expected all tensors to be on the same device, but found "
-              "at least two devices, ", dev, " and ", cache.device(), "! (when checking arguments "
-              "for ", kPaged, ")");
+  // host index tensors (checked above) travel with the call
+  Tensor idx[4] = {tile_blocks, row_token, row_pos, token_row};
+  for (Tensor& t : idx)
+    if (t.device().is_cpu()) t = t.to(q.device());
+  c10::Device dev =
+      common_device(kPaged, {&q, &cache, &idx[0], &idx[1], &idx[2], &idx[3]});
   c10::DeviceGuard guard(dev);
   Tensor out = new_output(q.sizes(), q.scalar_type(), dev);
   if (q.numel() == 0) return out;
-  Tensor idx[4] = {tile_blocks, row_token, row_pos, token_row};
-  for (Tensor& t : idx) {
-    if (t.device().is_cpu()) t = t.to(dev);
-    TORCH_CHECK(t.device() == dev, "Expected all tensors to be on the same device, but found at "
-                "least two devices, ", dev, " and ", t.device(), "! (when checking arguments for ",
-                kPaged, ")");
-  }
   OpArgs a;
   a.tensor(q);
   a.tensor(cache);

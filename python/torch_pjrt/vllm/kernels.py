@@ -17,6 +17,14 @@ def whole(t: torch.Tensor) -> torch.Tensor:
     if (base is not None and t.storage_offset() == 0 and base.dim() == t.dim()
             and base.shape[1:] == t.shape[1:] and base.is_contiguous() and t.is_contiguous()):
         return base
+    # A leading slice that is not a view with a _base (vLLM's hidden[:n] of
+    # the model's output): the whole storage's rows, as a fresh view with t's
+    # strides, read as the buffer it is.
+    if base is None and t.dim() >= 1 and t.storage_offset() == 0 and t.is_contiguous():
+        row = t[0].numel() * t.element_size() if t.shape[0] else 0
+        rows = t.untyped_storage().nbytes() // row if row else 0
+        if rows > t.shape[0]:
+            return t.as_strided((rows, *t.shape[1:]), t.stride(), 0)
     return t
 
 

@@ -32,6 +32,7 @@ from ..bucketing import DEFAULT_BUCKETS, bucket_size
 from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
 from . import quant as _quant  # noqa: F401  (the weight-only quantized linear kernel)
 from . import paged
+from .kernels import whole
 from .attention import (TpuAttentionImpl, TpuAttentionMetadataBuilder, block_buckets,
                         native_attention, register_host_table)
 from .platform import DEFAULT_KV_CACHE_BYTES, TpuPlatform
@@ -228,7 +229,7 @@ class TpuModelRunner(GPUModelRunner):
         # vLLM passes the step's rows, hidden[:num_tokens]: read the whole
         # [token bucket, hidden] output instead (a program per bucket, not
         # per token count)
-        hidden_states = _leading_rows_whole(hidden_states)
+        hidden_states = whole(hidden_states)
         idx = np.minimum(first + np.arange(rows), hidden_states.shape[0] - 1)
         tgt = np.zeros(rows, dtype=np.int64)
         tgt[: len(targets)] = targets
@@ -279,16 +280,6 @@ class TpuModelRunner(GPUModelRunner):
 
     def capture_model(self) -> int:
         return 0  # no CUDA graphs
-
-
-def _leading_rows_whole(t: torch.Tensor) -> torch.Tensor:
-    """The whole storage of a 2-D t that is its leading rows (vLLM slices
-    the model's output, hidden[:n], not always as a view with a _base), as
-    a fresh view with t's strides: read as the buffer it is."""
-    if t.dim() != 2 or t.storage_offset() != 0 or not t.is_contiguous() or t.shape[1] == 0:
-        return t
-    rows = t.untyped_storage().nbytes() // (t.element_size() * t.shape[1])
-    return t.as_strided((rows, t.shape[1]), t.stride(), 0) if rows > t.shape[0] else t
 
 
 def _warm_up_paged(runner, sizes: list[int], widths: list[int]) -> None:
