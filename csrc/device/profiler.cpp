@@ -78,7 +78,10 @@ struct TpuProfilerStubs final : torch::profiler::impl::ProfilerStubs {
     if (cpu_ns) *cpu_ns = c10::getTime();
   }
 
-  // Microseconds between the two marks' done times (waits for both).
+  // Microseconds between the two marks' done times (waits for both). A done
+  // time is when the host saw the work finish: PJRT may run a slow
+  // producer's consumers inside its completion callbacks, before ours, so
+  // ops queued behind it can all read the producer's late time (0 here).
   float elapsed(const ProfilerVoidEventStub* a, const ProfilerVoidEventStub* b) const override {
     auto* ma = static_cast<tpj_rt_mark_t*>(a->get());
     auto* mb = static_cast<tpj_rt_mark_t*>(b->get());

@@ -74,8 +74,15 @@ def test_profile_use_device_tpu(no_leaks):
 def test_legacy_profiler_reports_device_time(no_leaks):
     # Without Kineto the profiler times each op on the device through the
     # PrivateUse1 stubs (csrc/device/profiler.cpp): tpu events around every op.
+    # The input is made and finished before the profiled ops: a device
+    # event's time is when the host saw the work finish, and PJRT may report
+    # a slow producer's completion only after its consumers' (they run in its
+    # completion callbacks), which would put every op's start and end event
+    # at that one late time (0 device time for each).
+    x = torch.randn(256, 256, device="tpu")
+    torch.tpu.synchronize()
+
     def work():  # a matmul long enough (~0.1 ms) to time on the host's clock
-        x = torch.randn(256, 256, device="tpu")
         return torch.relu(x @ x + 1).sum().item()
 
     work()
