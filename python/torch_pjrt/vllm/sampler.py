@@ -19,18 +19,22 @@ ones vLLM's sampler gives. Two layout changes keep shapes fixed:
   batch's noise (a write at row i is a program per i);
 - the top logprobs are gathered for the largest count any request may ask
   (max_logprobs) and cut on the host to the batch's largest;
-- logit_bias and min_tokens (vLLM's built-in logits processors) become
-  one list of (row, token, value) additions padded to a few sizes, instead
-  of the processors' index tensors, as long as the batch's list (a program
-  per length);
+- logit_bias and min_tokens (vLLM's built-in logits processors) and bad
+  words become one list of (row, token, value) additions padded to a few
+  sizes, instead of the processors' index tensors, as long as the batch's
+  list (a program per length), and bad words' writes at each (row, token)
+  (a program per pair); which bad words apply is decided on the host, from
+  the output tokens, as vLLM does;
+- allowed token ids mask the bucket's rows of the input batch's whole
+  [max requests, vocab] mask, not a [requests, vocab] slice of it;
 - penalties (repetition, frequency, presence) count each request's tokens
   from a [bucket, max_model_len] table built on the host (prompt then output
   tokens, padded with vocab_size), not from vLLM's tensors padded to the
   batch's longest prompt and output (a program per length).
 
-Batches that use what this does not cover (bad words, allowed token ids,
-logprob token ids, other logprobs modes, all-vocab logprobs) go through
-vLLM's own sampler on the real rows, which may compile.
+Batches that use what this does not cover (logprob token ids, other
+logprobs modes, all-vocab logprobs, thinking budgets) go through vLLM's own
+sampler on the real rows, which may compile.
 """
 from __future__ import annotations
 
@@ -40,12 +44,13 @@ from vllm.v1.outputs import LogprobsTensors, SamplerOutput
 from vllm.v1.sample.logits_processor.builtin import (LogitBiasLogitsProcessor,
                                                      MinTokensLogitsProcessor)
 from vllm.v1.sample.metadata import SamplingMetadata
+from vllm.v1.sample.ops.bad_words import apply_bad_words
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 from vllm.v1.sample.sampler import _SAMPLING_EPS, Sampler
 
 
-# Sizes the logit_bias / min_tokens additions of a batch are padded to; a
-# batch with more goes through the processors themselves.
+# Sizes the logit_bias / min_tokens / bad words additions of a batch are
+# padded to; a batch with more goes through the processors themselves.
 UPDATE_BUCKETS = (32, 256, 4096)
 
 
@@ -73,7 +78,6 @@ class PaddedSampler:
         k = md.max_num_logprobs
         holder = md.thinking_budget_state_holder
         return (self.sampler.logprobs_mode == "raw_logprobs"
-                and not md.bad_words_token_ids and md.allowed_token_ids_mask is None
                 and not md.logprob_token_ids and (k is None or 0 <= k <= self.k)
                 and (holder is None or not holder.has_tracked_requests()))
 
@@ -84,8 +88,14 @@ class PaddedSampler:
         padded = logits.shape[0]
         params = self._params(batch, num_reqs, padded, md.all_greedy, top_k, top_p)
         penalties = None if md.no_penalties else self._penalties(batch, md, num_reqs, padded)
-        updates = self._logit_updates(md.logitsprocs.non_argmax_invariant)
-        sampled, logprobs = self._run(logits, md, params, num_reqs, padded, penalties, updates)
+        updates = self._logit_updates(md.logitsprocs.non_argmax_invariant,
+                                      md.bad_words_token_ids, md.output_token_ids)
+        # the input batch's whole mask (copy_slice uploads it whole), cut to
+        # the bucket; padding rows may hold a finished request's mask
+        allowed = (None if md.allowed_token_ids_mask is None
+                   else batch.allowed_token_ids_mask[:padded])
+        sampled, logprobs = self._run(logits, md, params, num_reqs, padded, penalties, updates,
+                                      allowed)
         tokens = sampled.cpu()[:num_reqs]
         lp = None
         if logprobs is not None:
@@ -136,15 +146,30 @@ class PaddedSampler:
                 (("tokens", tokens), ("is_out", is_out), ("frequency", freq),
                  ("presence", pres), ("repetition", rep))}
 
-    def _logit_updates(self, procs, size=None):
-        """vLLM's logit_bias and min_tokens processors as one padded list of
-        additions to the logits: (row, token, value) tensors, the padding
-        adding 0 at (0, 0); a min_tokens stop token adds -inf (the
-        processor sets -inf). {} when there is nothing to add; None when a
-        processor is not one of these two (or restores structured output's
-        stop tokens) or the list is longer than UPDATE_BUCKETS: then the
-        processors run themselves. size: pad to this instead (warm-up)."""
+    def _logit_updates(self, procs, bad_words=None, outputs=None, size=None):
+        """vLLM's logit_bias and min_tokens processors and bad words as one
+        padded list of additions to the logits: (row, token, value) tensors,
+        the padding adding 0 at (0, 0); a min_tokens stop token or a bad
+        word's last token adds -inf (vLLM sets -inf). {} when there is
+        nothing to add; None when a processor is not one of these two (or
+        restores structured output's stop tokens) or the list is longer than
+        UPDATE_BUCKETS: then the processors and vLLM's apply_bad_words run
+        themselves. bad_words: {row: [token ids]}, outputs: each row's
+        output tokens (SamplingMetadata's). size: pad to this instead
+        (warm-up)."""
         rows, toks, vals = [], [], []
+        for r, words in (bad_words or {}).items():
+            past = outputs[r]
+            for word in words:
+                # vLLM's rule: the word's last token is banned when the
+                # output so far ends with the rest of the word
+                n = len(word) - 1
+                if n > len(past) or word[-1] >= self.vocab:
+                    continue  # too long yet; a token past the logits
+                if n == 0 or list(past[-n:]) == list(word[:n]):
+                    rows.append(r)
+                    toks.append(word[-1])
+                    vals.append(-np.inf)
         for proc in procs:
             if isinstance(proc, LogitBiasLogitsProcessor):
                 for r, bias in proc.biases.items():
@@ -190,13 +215,19 @@ class PaddedSampler:
         logits = logits - pen["frequency"].unsqueeze(1) * counts
         return logits - pen["presence"].unsqueeze(1) * (counts > 0)
 
-    def _run(self, logits, md, params, num_reqs, padded, penalties=None, updates=None):
+    def _run(self, logits, md, params, num_reqs, padded, penalties=None, updates=None,
+             allowed=None):
         s = self.sampler
         raw = s.compute_logprobs(logits) if md.max_num_logprobs is not None else None
         logits = logits.to(torch.float32)
-        # min_tokens and logit_bias act on the rows they name (none when no
-        # request uses them).
+        if allowed is not None:
+            logits = logits.masked_fill(allowed, float("-inf"))
+        # bad words, min_tokens and logit_bias act on the rows they name
+        # (none when no request uses them).
         if updates is None:
+            if md.bad_words_token_ids:
+                logits = logits.clone()  # vLLM's writes in place
+                apply_bad_words(logits, md.bad_words_token_ids, md.output_token_ids)
             for proc in md.logitsprocs.non_argmax_invariant:
                 logits = proc.apply(logits)
         elif updates:
@@ -238,10 +269,12 @@ class PaddedSampler:
                 .exponential_(generator=generators.get(i)) for i in range(probs.shape[0])]
         return torch.stack(rows)
 
-    def warm_up(self, logits: torch.Tensor, logitsprocs, max_model_len: int) -> None:
+    def warm_up(self, logits: torch.Tensor, logitsprocs, max_model_len: int,
+                max_reqs: int) -> None:
         """Runs every op sequence sample() may take on logits of this
         bucket (penalties on a table max_model_len wide, the input batch's
-        width), so that their programs are compiled before serving."""
+        width; allowed tokens from a mask of max_reqs rows, the input
+        batch's), so that their programs are compiled before serving."""
         padded = logits.shape[0]
         gen = torch.Generator(device=self.device)
         gen.manual_seed(0)
@@ -268,7 +301,10 @@ class PaddedSampler:
                 output_token_ids=[[1]] * padded, allowed_token_ids_mask=None,
                 bad_words_token_ids={}, logitsprocs=logitsprocs)
             self.sample(logits, md, _Batch, padded, topkp, topkp)
-        # logit_bias / min_tokens additions at each padded size
+        # logit_bias / min_tokens / bad words additions at each padded size
         for size in UPDATE_BUCKETS:
             self._run(logits, md, None, padded, padded, None,
                       self._logit_updates([], size=size))
+        # allowed token ids: the bucket's rows of the batch's whole mask
+        mask = torch.zeros(max_reqs, self.vocab, dtype=torch.bool, device=self.device)
+        self._run(logits, md, None, padded, padded, allowed=mask[:padded])

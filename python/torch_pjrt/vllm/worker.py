@@ -264,7 +264,8 @@ class TpuModelRunner(GPUModelRunner):
                 picked = hidden[idx]
             logits = self.model.compute_logits(picked)
             self.padded_sampler.warm_up(logits, self.input_batch.logitsprocs,
-                                        self.input_batch.token_ids_cpu.shape[1])
+                                        self.input_batch.token_ids_cpu.shape[1],
+                                        self.max_num_reqs)
         # prompt logprobs: one chunk from a step of each token bucket
         for n in token_sizes:
             hidden = torch.zeros(n, hidden_size, dtype=self.model_config.dtype, device=self.device)
