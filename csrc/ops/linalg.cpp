@@ -712,24 +712,3 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("dot", TORCH_FN(dot));
   m.impl("addr.out", TORCH_FN(addr_out));
 }
-namespace torch_pjrt {
-namespace {
-
-using at::Scalar;
-using at::ScalarType;
-using at::Tensor;
-}  // namespace
-}  // namespace torch_pjrt
-namespace torch_pjrt {
-namespace {
-
-using at::Tensor;
-using Pair = std::tuple<Tensor, Tensor>;
-using PairRef = std::tuple<Tensor&, Tensor&>;
-
-using at::Tensor;
-
-using at::OptionalIntArrayRef;
-using at::Tensor;
-}  // namespace
-}  // namespace torch_pjrt

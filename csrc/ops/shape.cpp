@@ -304,22 +304,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return edge_pad<meta_repl3>("aten::replication_pad3d", false, x, p);
   });
 }
-namespace torch_pjrt {
-namespace {
-
-using at::Scalar;
-using at::ScalarType;
-using at::Tensor;
-}  // namespace
-}  // namespace torch_pjrt
-namespace torch_pjrt {
-namespace {
-
-using at::Tensor;
-using Pair = std::tuple<Tensor, Tensor>;
-using PairRef = std::tuple<Tensor&, Tensor&>;
-}  // namespace
-}  // namespace torch_pjrt
 
 namespace torch_pjrt {
 namespace {
