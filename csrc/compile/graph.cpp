@@ -114,6 +114,14 @@ tpj_rt_buffer_t* traced_rng_key(TpuGeneratorImpl* gen, uint64_t words, int devic
   return key;
 }
 
+thread_local bool t_deferred_checks = false;
+
+bool set_deferred_index_checks(bool on) {
+  bool prev = t_deferred_checks;
+  t_deferred_checks = on;
+  return prev;
+}
+
 bool defer_index_check(const at::Tensor& index, int64_t lo, int64_t hi,
                        const std::string& message) {
   static const bool enabled = [] {
@@ -121,10 +129,21 @@ bool defer_index_check(const at::Tensor& index, int64_t lo, int64_t hi,
     return !(e && std::string(e) == "0");
   }();
   TraceInputs* tr = my_trace();
-  if (!tr || index.device().is_cpu()) return false;
-  if (!enabled || index.numel() == 0) return true;  // nothing to check (or told not to)
-  // Recorded into the trace like any op: one compare and one reduction.
-  tr->checks.emplace_back(at::logical_or(index.lt(lo), index.ge(hi)).any(), message);
+  if ((!tr && !t_deferred_checks) || index.device().is_cpu()) return false;
+  if (index.numel() == 0) return true;  // nothing to check
+  if (tr) {
+    if (!enabled) return true;  // told not to
+    // Recorded into the trace like any op: one compare and one reduction.
+    tr->checks.emplace_back(at::logical_or(index.lt(lo), index.ge(hi)).any(), message);
+    return true;
+  }
+  // Eager: the flag computed now in one program (src/ops/index_gather.c),
+  // read by the runtime at the next wait on the device, as a graph's are.
+  at::Tensor flag = at::empty({}, index.options().dtype(at::kBool));
+  OpArgs a;
+  a.tensor(index);
+  run_op("tpj::index_out_of_range", index.device().index(), a, {lo, hi}, {flag});
+  TPJ_CHECK(tpj_rt_check_later(rt(), buffer_of(flag).get(), message.c_str()));
   return true;
 }
 
@@ -548,6 +567,7 @@ void bind_graph(py::module& m) {
         py::arg("consumable") = std::vector<int>{});
   m.def("_trace_abort", &trace_abort);
   m.def("_graph_key", &graph_key);
+  m.def("_set_deferred_index_checks", &set_deferred_index_checks, py::arg("on"));
 }
 
 }  // namespace torch_pjrt

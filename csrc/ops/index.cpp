@@ -59,7 +59,7 @@ void check_range(const Tensor& index, int64_t size, int64_t dim, bool negative_o
   if (defer_index_check(index, min_ok, size,
                         std::string(prefix) + "index out of bounds for dimension " +
                             std::to_string(dim) + " with size " + std::to_string(size) +
-                            " (found by a compiled graph's device-side check)"))
+                            " (found by a device-side check)"))
     return;
   if (!index_bounds(index, &lo, &hi)) return;
   bool ok = lo >= min_ok && hi < size;
@@ -892,8 +892,7 @@ using at::Tensor;
 // RuntimeError naming the first bad index; the others an IndexError.
 void check_indices(const Tensor& index, int64_t size, bool dim1 = false) {
   if (defer_index_check(index, 0, size,
-                        "index out of range in self (found by a compiled graph's device-side "
-                        "check)"))
+                        "index out of range in self (found by a device-side check)"))
     return;
   int64_t lo = 0, hi = 0;
   if (!index_bounds(index, &lo, &hi) || (lo >= 0 && hi < size)) return;

@@ -5,6 +5,7 @@ entry point) registers the device; the PJRT plugin is opened on first use.
 """
 from __future__ import annotations
 
+import contextlib as _contextlib
 import os
 
 import torch
@@ -139,6 +140,22 @@ def reset_metrics() -> None:
               "disk_writes", "disk_errors", "graph_runs", "donated_buffers",
               "graph_traces", "graph_splits", "graph_eager", "graph_collectives"):
         _METRICS_BASE[k] = m[k]
+
+
+@_contextlib.contextmanager
+def deferred_index_checks():
+    """Within it, this thread's eager ops check index tensors that are on
+    tpu on the device, as a compiled graph does, instead of waiting for
+    their values on the host: the op returns at once, and an index out of
+    range fails the next wait on the device (a .cpu(), .item() or
+    synchronize) with a RuntimeError naming the op's check. Index tensors
+    on the host are still checked at the call. Nests; restores the previous
+    setting on exit."""
+    prev = _C._set_deferred_index_checks(True)
+    try:
+        yield
+    finally:
+        _C._set_deferred_index_checks(prev)
 
 
 def lowered_ops() -> list[str]:

@@ -413,6 +413,23 @@ void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                    tpj_hlo_emit_zero(b, TPJ_I64), &d0, 1, "stablehlo.add");
 }
 
+/* tpj::index_out_of_range: in[0] an integer index tensor; attrs[0] lo,
+ * attrs[1] hi; outs[0] a 0-d bool, true when some value lies outside
+ * [lo, hi). One program for an index check deferred to the device. */
+void tpj_lower_index_out_of_range(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
+  tpj_hlo_builder_t* b = ctx->b;
+  if (ctx->nin < 1 || ctx->nattrs < 2) {
+    tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "index_out_of_range: bad operands"));
+    return;
+  }
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, flatten(b, ctx->in[0]), TPJ_I64);
+  int64_t n = x.dims[0], d0 = 0;
+  tpj_hlo_value_t below = tpj_hlo_emit_compare(b, x, splat_i64(b, ctx->attrs[0], &n, 1), "LT");
+  tpj_hlo_value_t above = tpj_hlo_emit_compare(b, x, splat_i64(b, ctx->attrs[1], &n, 1), "GE");
+  tpj_hlo_value_t bad = tpj_hlo_emit_binary(b, "stablehlo.or", below, above);
+  results[0] = tpj_hlo_emit_reduce(b, bad, tpj_hlo_emit_zero(b, TPJ_BOOL), &d0, 1, "stablehlo.or");
+}
+
 /* The first `rows` positions of x's nonzero elements as a (rows, x.ndim)
  * i64 matrix; rows past the number of nonzero elements hold fill. Sorting
  * the keys (position for a nonzero element, position + numel otherwise)

@@ -262,6 +262,7 @@ void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_index_put(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_index_along(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
+void tpj_lower_index_out_of_range(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 /* GradScaler's unscale and scale update (ops/amp.c). */

@@ -398,6 +398,7 @@ static const tpj_op_def_t kOps[] = {
     {"tpj::complex_scan", tpj_lower_complex_scan},
     {"tpj::count_nonzero", tpj_lower_count_nonzero},
     {"tpj::full", tpj_lower_full},
+    {"tpj::index_out_of_range", tpj_lower_index_out_of_range},
     {"tpj::laid_out", tpj_lower_laid_out},
     {"tpj::paged_attention", tpj_lower_paged_attention},
     {"tpj::unique_consecutive_count", tpj_lower_unique_consecutive_count},

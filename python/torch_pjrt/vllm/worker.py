@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
+from .. import deferred_index_checks
 from .._compile import run_eagerly
 from ..bucketing import DEFAULT_BUCKETS, bucket_size
 from . import moe as _moe  # noqa: F401  (the MoE method vLLM builds models with on tpu)
@@ -45,11 +47,34 @@ PROMPT_LOGPROB_ROWS = 64
 logger = init_logger(__name__)
 
 
+def _step_index_checks():
+    """Deferred index checks for a step (and the warm-up), unless
+    TORCH_PJRT_VLLM_INDEX_CHECKS=host."""
+    mode = os.environ.get("TORCH_PJRT_VLLM_INDEX_CHECKS", "device")
+    if mode not in ("device", "host"):
+        raise ValueError(f"TORCH_PJRT_VLLM_INDEX_CHECKS must be 'device' or 'host', got {mode!r}")
+    return deferred_index_checks() if mode == "device" else contextlib.nullcontext()
+
+
 class TpuModelRunner(GPUModelRunner):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.padded_sampler = PaddedSampler(self.sampler, self.model_config.get_vocab_size(),
                                             self.model_config.max_logprobs, self.device)
+
+    # A step's eager index ops (the slot mapping's table reads, the KV cache
+    # writes, the sampler's scatters) check their device index tensors on
+    # the device: on the host each check waited for the queue before the op
+    # could launch. A bad index still fails the step, at its next wait.
+    # TORCH_PJRT_VLLM_INDEX_CHECKS=host keeps the host checks (to measure
+    # against).
+    def execute_model(self, *args, **kwargs):
+        with _step_index_checks():
+            return super().execute_model(*args, **kwargs)
+
+    def sample_tokens(self, *args, **kwargs):
+        with _step_index_checks():
+            return super().sample_tokens(*args, **kwargs)
 
     def _pads_requests(self) -> bool:
         """Whether steps run on a padded request count (our input
@@ -440,6 +465,12 @@ class TpuWorker(Worker):
         return size
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
+        # With a step's deferred index checks (TpuModelRunner.execute_model):
+        # the checks' own programs are compiled here too.
+        with _step_index_checks():
+            return self._compile_or_warm_up_model()
+
+    def _compile_or_warm_up_model(self) -> CompilationTimes:
         runner = self.model_runner
         if not self.model_config.enforce_eager:
             # Compile every token bucket now, so serving never compiles; the
