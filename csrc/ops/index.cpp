@@ -841,18 +841,24 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
     return c;
   };
   int64_t n = self.numel(), lo = 0, hi = -1;
-  bool any = index_bounds(index, &lo, &hi);
+  // known: the host read the range (not while a graph is traced, where the
+  // index_put below checks it on the device).
+  bool known = index_bounds(index, &lo, &hi);
   checked_like_cpu(
       [&] {
         TORCH_CHECK(index.scalar_type() == at::kLong && source.scalar_type() == self.scalar_type() &&
-                        index.numel() == source.numel() && (!any || (lo >= -n && hi < n)),
+                        index.numel() == source.numel() && (!known || (lo >= -n && hi < n)),
                     "put_: bad arguments");
       },
       [&] { cpu_put(); });
-  if (!any) return self;
+  if (index.numel() == 0) return self;
   Tensor flat = index.reshape({-1});
   flat = at::where(at::lt(flat, 0), at::add(flat, n), flat);
-  if (!accumulate && std::get<0>(at::_unique(flat.cpu())).numel() != flat.numel()) {
+  // Repeated indices without accumulate: CPU's last write wins, which a
+  // scatter does not promise. A traced graph cannot read them (a scatter
+  // then picks one of the writes).
+  if (!accumulate && !tracing() &&
+      std::get<0>(at::_unique(flat.cpu())).numel() != flat.numel()) {
     dtype_fallback(op, self.scalar_type());
     assign_result(self, cpu_put().to(self.device()), op);
     return self;

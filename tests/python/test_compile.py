@@ -463,6 +463,26 @@ def test_compiled_out_of_range_index_is_reported_at_the_next_wait(case):
     torch.tpu.synchronize()
 
 
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_compiled_put_writes_and_checks_its_indices(accumulate):
+    # put_ read its indices on the host to check them; in a traced graph it
+    # cannot, and it used to skip the write altogether (a graph of zeros).
+    def f(x, i, s):
+        y = x.clone()
+        y.put_(i, s, accumulate=accumulate)
+        return y * 2
+
+    x = torch.arange(12.0).reshape(3, 4)
+    idx = torch.tensor([1, 5, -1, 7])  # a negative index counts from the end
+    src = torch.tensor([10.0, 20.0, 30.0, 40.0])
+    cf = torch.compile(f, backend="tpu")
+    torch.testing.assert_close(cf(x.to("tpu"), idx.to("tpu"), src.to("tpu")).cpu(),
+                               f(x, idx, src), rtol=0, atol=0)
+    out = cf(x.to("tpu"), torch.tensor([1, 12, 0, 2]).to("tpu"), src.to("tpu"))
+    with pytest.raises(RuntimeError, match="out of bounds for dimension 0 with size 12 .*device-side"):
+        out.cpu()
+
+
 def test_compiled_index_check_surfaces_at_synchronize():
     f = torch.compile(lambda t, i: t.index_select(0, i), backend="tpu")
     tt = torch.ones(4, 3, device="tpu")
