@@ -32,15 +32,6 @@ TPJ_TEST(hlo_convolution_text_and_shape) {
   tpj_hlo_builder_free(&b);
 }
 
-static tpj_rt_shape_t shape(const int64_t* d, int n) {
-  tpj_rt_shape_t s;
-  memset(&s, 0, sizeof(s));
-  s.dtype = TPJ_F32;
-  s.ndim = n;
-  for (int i = 0; i < n; ++i) s.dims[i] = d[i];
-  return s;
-}
-
 static float frand(unsigned* seed) {
   *seed = *seed * 1103515245u + 12345u;
   return (float)((*seed >> 16) & 0x7fff) / 16384.0f - 1.0f;
@@ -82,7 +73,7 @@ TPJ_TEST(exec_convolution_matches_naive_loop) {
   /* cd, transposed, groups, nsp, stride x2, pad x2, dil x2, opad x2, bias */
   int64_t attrs[15] = {TPJ_F32, 0, g, 2, s, s, p, p, d, d, 0, 0, 0, 0, 0};
   int64_t od[4] = {2, 6, (7 + 2 - 4 - 1) / 2 + 1, (6 + 2 - 2 - 1) / 2 + 1};
-  tpj_rt_shape_t out = shape(od, 4);
+  tpj_rt_shape_t out = tpj_test_shape(TPJ_F32, od, 4);
   TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::convolution", 0, args, 2, attrs, 15, &out, 1, &r));
   if (r) {
     float got[2 * 6 * 3 * 3];
