@@ -130,20 +130,17 @@ bool defer_index_check(const at::Tensor& index, int64_t lo, int64_t hi,
   }();
   TraceInputs* tr = my_trace();
   if ((!tr && !t_deferred_checks) || index.device().is_cpu()) return false;
-  if (index.numel() == 0) return true;  // nothing to check
-  if (tr) {
-    if (!enabled) return true;  // told not to
-    // Recorded into the trace like any op: one compare and one reduction.
-    tr->checks.emplace_back(at::logical_or(index.lt(lo), index.ge(hi)).any(), message);
-    return true;
-  }
-  // Eager: the flag computed now in one program (src/ops/index_gather.c),
-  // read by the runtime at the next wait on the device, as a graph's are.
+  if (index.numel() == 0 || (tr && !enabled)) return true;  // nothing to check (or told not to)
+  // The flag, true when some value is out of range (src/ops/index_gather.c):
+  // recorded into the trace like any op, or computed now when eager.
   at::Tensor flag = at::empty({}, index.options().dtype(at::kBool));
   OpArgs a;
   a.tensor(index);
   run_op("tpj::index_out_of_range", index.device().index(), a, {lo, hi}, {flag});
-  TPJ_CHECK(tpj_rt_check_later(rt(), buffer_of(flag).get(), message.c_str()));
+  if (tr)
+    tr->checks.emplace_back(flag, message);  // a graph output, handed over after each run
+  else  // read by the runtime at the next wait on the device, as a graph's are
+    TPJ_CHECK(tpj_rt_check_later(rt(), buffer_of(flag).get(), message.c_str()));
   return true;
 }
 
