@@ -44,3 +44,122 @@ def communicate(proc, timeout: float) -> tuple[str, str]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proc:
+    """A server process on 127.0.0.1 with its log in a file; stop() ends it
+    (SIGTERM, then SIGKILL after a bound) and is safe to call twice."""
+
+    def __init__(self, name: str, cmd: list[str], port: int, log_dir: str, env: dict | None = None,
+                 health: str = "/health"):
+        import subprocess
+
+        self.name, self.port, self.health = name, port, health
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = os.path.join(log_dir, f"{name}.log")
+        self.log = open(self.log_path, "w+")
+        full_env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
+        for k in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD"):
+            full_env.pop(k, None)
+        # Its own process group: stop() ends the engine core it forks too.
+        self.proc = subprocess.Popen(cmd, env=full_env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def tail(self, n: int = 4000) -> str:
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()[-n:]
+
+    def wait_ready(self, timeout: float = 240) -> None:
+        import time
+        import urllib.request
+
+        deadline = time.time() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(self.url + self.health, timeout=2)
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"{self.name} did not start:\n{self.tail()}")
+                time.sleep(0.5)
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group: a crash, as a fault test wants it."""
+        import signal
+
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                self.kill()
+        else:  # the group's other members (an engine core) may outlive it
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.log.close()
+
+
+def vllm_serve(name: str, model: str, log_dir: str, *extra: str, env: dict | None = None) -> Proc:
+    """`vllm serve` of a tiny model on tpu, float32, eager, every fallback an
+    error (TORCH_PJRT_FALLBACK=error)."""
+    port = free_port()
+    cli = os.path.join(os.path.dirname(sys.executable), "vllm")
+    cmd = [cli, "serve", model, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-model-len", "512", "--kv-cache-memory-bytes", str(16 << 20), "--enforce-eager",
+           "--max-num-seqs", "16", "--max-num-batched-tokens", "512", "--seed", "0",
+           "--enable-prefix-caching", *extra]
+    return Proc(name, cmd, port, log_dir, env=dict(env or {}, TORCH_PJRT_FALLBACK="error"))
+
+
+def vllm_router(log_dir: str, *args: str, name: str = "router") -> Proc:
+    """vllm-router (requirements-serving.txt) on 127.0.0.1, its Prometheus
+    endpoint on 127.0.0.1 too."""
+    port = free_port()
+    cli = os.path.join(os.path.dirname(sys.executable), "vllm-router")
+    cmd = [cli, "--host", "127.0.0.1", "--port", str(port), "--prometheus-host", "127.0.0.1",
+           "--prometheus-port", str(free_port()), *args]
+    return Proc(name, cmd, port, log_dir)
+
+
+def post(url: str, body: dict, timeout: float = 120) -> dict:
+    import json
+    import urllib.request
+
+    req = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def metric(base: str, name: str) -> float:
+    """A counter's value summed over its label sets, from base/metrics."""
+    import urllib.request
+
+    total = 0.0
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                total += float(line.rsplit(" ", 1)[1])
+    return total
