@@ -68,6 +68,8 @@ bool is_pinned(const void* data);
 // ---- tensors <-> the C core (tensor.cpp) -----------------------------------
 
 tpj_dtype_t to_tpj_dtype(at::ScalarType t);
+// The ScalarType of a dtype the lowerings compute in (bool .. complex128).
+at::ScalarType scalar_type_of(tpj_dtype_t t);
 tpj_view_t view_of(const at::Tensor& t);
 tpj_rt_shape_t shape_of(const at::Tensor& t);
 // Rejects sparse, quantized, nested and unsupported-dtype tensors by name.

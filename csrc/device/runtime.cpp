@@ -127,6 +127,8 @@ void set_cache_dir(const std::string& dir) {
     }
     case TPJ_UNIMPLEMENTED:
       TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
+    case TPJ_INDEX_ERROR:
+      TORCH_CHECK_INDEX(false, msg);
     case TPJ_OUT_OF_RANGE:
       TORCH_CHECK(false, msg);
     default:

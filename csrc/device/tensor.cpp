@@ -43,6 +43,24 @@ tpj_dtype_t to_tpj_dtype(at::ScalarType t) {
   }
 }
 
+at::ScalarType scalar_type_of(tpj_dtype_t t) {
+  switch (t) {
+    case TPJ_BOOL: return at::kBool;
+    case TPJ_U8: return at::kByte;
+    case TPJ_I8: return at::kChar;
+    case TPJ_I16: return at::kShort;
+    case TPJ_I32: return at::kInt;
+    case TPJ_I64: return at::kLong;
+    case TPJ_F16: return at::kHalf;
+    case TPJ_BF16: return at::kBFloat16;
+    case TPJ_F32: return at::kFloat;
+    case TPJ_F64: return at::kDouble;
+    case TPJ_C64: return at::kComplexFloat;
+    case TPJ_C128: return at::kComplexDouble;
+    default: TORCH_INTERNAL_ASSERT(false, "no compute dtype for ", tpj_dtype_name(t));
+  }
+}
+
 void check_supported(const at::Tensor& t, const char* op) {
   TORCH_CHECK_NOT_IMPLEMENTED(t.layout() == at::kStrided, op, ": ", t.layout(),
                               " tensors are not supported on tpu (only strided)");

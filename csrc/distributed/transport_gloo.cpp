@@ -20,22 +20,6 @@ struct GlooWork {
   c10::intrusive_ptr<c10d::Work> work;
 };
 
-at::ScalarType scalar_type(tpj_dtype_t dt) {
-  switch (dt) {
-    case TPJ_BOOL: return at::kBool;
-    case TPJ_U8: return at::kByte;
-    case TPJ_I8: return at::kChar;
-    case TPJ_I16: return at::kShort;
-    case TPJ_I32: return at::kInt;
-    case TPJ_I64: return at::kLong;
-    case TPJ_F16: return at::kHalf;
-    case TPJ_BF16: return at::kBFloat16;
-    case TPJ_F32: return at::kFloat;
-    case TPJ_F64: return at::kDouble;
-    default: return at::kByte;  // the c10d layer sends nothing else
-  }
-}
-
 c10d::ReduceOp reduce_op(tpj_dist_op_t op) {
   switch (op) {
     case TPJ_DIST_PRODUCT: return c10d::ReduceOp::PRODUCT;
@@ -51,7 +35,7 @@ c10d::ReduceOp reduce_op(tpj_dist_op_t op) {
 // A CPU tensor over the operand's host bytes (not owned: the c10d layer keeps
 // them alive until the work finishes).
 at::Tensor host_tensor(const tpj_dist_buf_t* b) {
-  return at::from_blob(b->host, {b->numel}, at::TensorOptions().dtype(scalar_type(b->dtype)));
+  return at::from_blob(b->host, {b->numel}, at::TensorOptions().dtype(scalar_type_of(b->dtype)));
 }
 
 // Blocks of equal size over a flat operand.

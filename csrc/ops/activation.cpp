@@ -5,7 +5,7 @@
 // backward ops autograd emits for them (and for tanh and sigmoid); also
 // _fused_sdp_choice, which sends scaled_dot_product_attention to its math
 // path (softmax). The elementwise ops and their backward, and softmax, are
-// rows of the boxed tables below (boxed.h); what is written out has rules
+// descriptor rows in src/ops/activation.c (boxed.cpp serves them); what is written out has rules
 // of its own (gelu's approximate string, glu's layout, several outputs). Shapes and
 // dtypes come from the meta functions; the numeric parameters travel as
 // runtime scalars in the compute dtype.
@@ -16,7 +16,6 @@
 
 #include "common.h"
 #include "layout.h"
-#include "boxed.h"
 #include "glue.h"
 #include <ATen/WrapDimUtils.h>
 #include <algorithm>
@@ -61,24 +60,6 @@ Tensor run_act(const char* op, std::initializer_list<const Tensor*> ts, const Te
   return out;
 }
 
-// CPU's checks in CPU's words (the meta functions do not make them).
-void check_hardtanh(const c10::IValue* v) {
-  TORCH_CHECK(v[0].toTensor().scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-}
-void check_leaky_relu_backward(const c10::IValue* v) {
-  TORCH_CHECK(!v[3].toBool() || v[2].toScalar().to<double>() >= 0.0,
-              "In-place leakyReLu backward calculation is triggered with a negative slope which "
-              "is not supported. This is caused by calling in-place forward function with a "
-              "negative slope, please call out-of-place version instead. File an issue at "
-              "https://github.com/pytorch/pytorch if you do require supporting in-place "
-              "leakRelu backward calculation with negative slope");
-}
-void check_elu_backward(const c10::IValue* v) {
-  TORCH_CHECK(!v[4].toBool() || v[1].toScalar().to<double>() >= 0.0,
-              "In-place elu backward calculation is triggered with a negative slope which is not "
-              "supported. This is caused by calling in-place forward function with a negative "
-              "slope, please call out-of-place version instead.");
-}
 
 std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {
   const char* op = "aten::log_sigmoid_forward";
@@ -99,54 +80,6 @@ Tensor log_sigmoid_backward(const Tensor& g, const Tensor& x, const Tensor& buff
   return run_act("aten::log_sigmoid_backward", {&g, &x}, at::empty_like(to_meta(x)), {});
 }
 
-// The rows of the boxed table (boxed.h). Numeric parameters are runtime
-// scalars in the compute dtype (kRuntimeScalars); CPU's kernels take
-// floating inputs only and say so (kFloatingInput with CPU's kernel name).
-// The .out/.grad_input forms not registered here are served by outform.cpp
-// (the functional kernel, then CPU's out= rules); hardshrink, softshrink and
-// threshold register theirs: their CPU kernels (TensorIterator) check the
-// out against every input for overlap, which outform.cpp does only for ops
-// tagged pointwise, and these are not.
-constexpr uint32_t kAct = kFloatingInput | kRuntimeScalars;
-const BoxedOp kActivationOps[] = {
-    // CPU's silu also takes complex (x / (1 + exp(-x)) holds there too)
-    TPJ_BOXED(silu, kForms | kFloatingInput | kComplexInputOk, "silu_cpu", -1),
-    TPJ_BOXED(silu_backward, kFloatingInput, "silu_backward_cpu", -1),
-    // broadcast / like the input, without a meta call: PyTorch's meta kernel
-    // for these is a Python decomposition costing about 1 ms a call
-    {"hardtanh_backward", "aten::hardtanh_backward", kBroadcast | kRuntimeScalars, nullptr, -1},
-    {"hardswish", "aten::hardswish", kInplace | kFloatingInput | kLikeInput, "hardswish_cpu", -1},
-    {"hardswish_backward", "aten::hardswish_backward", kFloatingInput | kLikeInput,
-     "hardswish_backward_cpu", -1},
-    {"mish_backward", "aten::mish_backward", kFloatingInput | kLikeInput, "mish_backward_cpu", -1},
-    {"hardtanh", "aten::hardtanh", kForms | kLikeInput | kRuntimeScalars, nullptr, -1, nullptr,
-     &check_hardtanh},
-    {"leaky_relu_backward", "aten::leaky_relu_backward", kAct, "leaky_relu_backward_cpu", -1,
-     TPJ_META(leaky_relu_backward), &check_leaky_relu_backward},
-    {"elu_backward", "aten::elu_backward", kAct, "elu_backward_cpu", -1, TPJ_META(elu_backward),
-     &check_elu_backward},
-    TPJ_BOXED(leaky_relu, kForms | kAct, "leaky_relu_cpu", -1),
-    TPJ_BOXED(elu, kForms | kAct, "elu_cpu", -1),
-    TPJ_BOXED(softplus, kOut | kAct, "softplus_cpu", -1),
-    TPJ_BOXED(softplus_backward, kAct, "softplus_backward_cpu", -1),
-    TPJ_BOXED(hardsigmoid, kInplace | kFloatingInput, "hardsigmoid_cpu", -1),
-    TPJ_BOXED(hardsigmoid_backward, kFloatingInput, "hardsigmoid_backward_cpu", -1),
-    TPJ_BOXED(mish, kInplace | kFloatingInput, "mish_cpu", -1),
-    TPJ_BOXED(tanh_backward, 0, nullptr, -1),
-    TPJ_BOXED(sigmoid_backward, 0, nullptr, -1),
-    // half types compare in float against the unrounded threshold, as CPU's
-    // kernel does (bf16(0.3) <= 0.3 is false there, true in bf16)
-    TPJ_BOXED(threshold_backward, kRuntimeScalars, nullptr, -1),
-    TPJ_BOXED(threshold, kForms | kRuntimeScalars | kNoBool, "threshold_cpu", -1),
-    // CPU's hardshrink reads lambd in the output dtype, softshrink in the
-    // compute dtype
-    TPJ_BOXED(hardshrink, kOut | kAct | kScalarsAsOutput, "hardshrink_cpu", -1),
-    TPJ_BOXED(hardshrink_backward, kOut | kGradInputOut | kAct | kScalarsAsOutput,
-              "hardshrink_backward_cpu", -1),
-    TPJ_BOXED(softshrink, kOut | kAct, "softshrink_check", -1),
-    TPJ_BOXED(softshrink_backward, kOut | kGradInputOut | kAct | kScalarsAsOutput,
-              "softshrink_backward_cpu", -1),
-};
 
 }  // namespace
 }  // namespace torch_pjrt
@@ -155,7 +88,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
   using at::Scalar;
   using at::Tensor;
-  register_boxed(m, kActivationOps);
   m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward));
   m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward));
 }
@@ -250,10 +182,6 @@ void check_softmax_input(const Tensor& self, int64_t dim, const char* name) {
                               last ? "_lastdim_kernel_impl" : "_kernel_impl",
                               "\" not implemented for '", self.scalar_type(), "'");
 }
-template <bool kLog>
-void check_softmax(const c10::IValue* v) {
-  check_softmax_input(v[0].toTensor(), v[1].toInt(), kLog ? "log_softmax" : "softmax");
-}
 
 // scaled_dot_product_attention's math path: softmax with all -inf rows
 // giving zeros. PyTorch's composite (softmax, an all() over eq(-inf), where)
@@ -268,18 +196,6 @@ Tensor safe_softmax(const Tensor& self, int64_t dim, std::optional<at::ScalarTyp
   return run_like("aten::_safe_softmax", {&self}, m, {to_tpj_dtype(accumulator(out_dtype)), d});
 }
 
-// softmax and log_softmax over one dim (kDim), their backward too: the
-// compute dtype is the output's accumulator (that of the input, too).
-const BoxedOp kSoftmaxOps[] = {
-    {"_softmax", "aten::_softmax", kDim | kSkipEmpty, nullptr, -1, TPJ_META(_softmax),
-     &check_softmax<false>},
-    {"_log_softmax", "aten::_log_softmax", kDim | kSkipEmpty, nullptr, -1, TPJ_META(_log_softmax),
-     &check_softmax<true>},
-    {"_softmax_backward_data", "aten::_softmax_backward_data", kDim, nullptr, -1,
-     TPJ_META(_softmax_backward_data)},
-    {"_log_softmax_backward_data", "aten::_log_softmax_backward_data", kDim, nullptr, -1,
-     TPJ_META(_log_softmax_backward_data)},
-};
 
 // CPU's kernel refuses an unknown `approximate` (the C++ meta function does
 // not look at it).
@@ -313,7 +229,6 @@ int64_t fused_sdp_choice(const Tensor&, const Tensor&, const Tensor&,
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using namespace torch_pjrt;
-  register_boxed(m, kSoftmaxOps);
   m.impl("_safe_softmax", TORCH_FN(safe_softmax));
   m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
   m.impl("gelu", TORCH_FN(gelu));

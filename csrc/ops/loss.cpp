@@ -21,7 +21,6 @@
 #include <sstream>
 #include <string>
 
-#include "boxed.h"
 #include "common.h"
 #include "dtype_check.h"
 #include "glue.h"
@@ -242,62 +241,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multilabel_margin_loss_backward", TORCH_FN(torch_pjrt::multilabel_margin_backward));
 }
 
-// ---- pointwise losses -------------------------------------------------------
-
-namespace {
-namespace tp = torch_pjrt;
-using at::Tensor;
-using c10::IValue;
-
-// the parameter's argument index in (self, target, reduction, beta) and in
-// the backward's (grad_output, self, target, reduction, beta)
-template <int kAt>
-void check_beta(const IValue* v) {
-  TORCH_CHECK(v[kAt].toDouble() >= 0, "smooth_l1_loss does not support negative values for beta.");
-}
-template <int kAt>
-void check_delta(const IValue* v) {
-  TORCH_CHECK(v[kAt].toDouble() > 0, "huber_loss does not support non-positive values for delta.");
-}
-
-// CPU's kernel raises when an input lies outside [0, 1] (NaN included);
-// XLA cannot raise, so the glue checks min and max on the host: one wait.
-void check_bce(const IValue* v) {
-  const Tensor& self = v[0].toTensor();
-  const Tensor& target = v[1].toTensor();
-  TORCH_CHECK(self.scalar_type() == target.scalar_type(), "Found dtype ", target.scalar_type(),
-              " but expected ", self.scalar_type());
-  if (self.numel() == 0 || tp::tracing()) return;  // a compiled graph cannot wait on values
-  Tensor lim = at::stack({at::amin(self), at::amax(self)}).to(at::kCPU, at::kDouble);
-  double lo = lim[0].item<double>(), hi = lim[1].item<double>();
-  TORCH_CHECK(lo >= 0 && hi <= 1, "all elements of input should be between 0 and 1");
-}
-
-// src/ops/loss_pointwise.c; an empty result runs no program. The forward
-// checks that self and target broadcast in CPU's words; meta functions give
-// the shapes (the dispatcher's where PyTorch has no C++ one).
-constexpr uint32_t kL = tp::kLoss | tp::kSkipEmpty;
-constexpr uint32_t kLF = kL | tp::kBroadcastCheck;
-
-const tp::BoxedOp kPointwiseLossOps[] = {
-    {"mse_loss", "aten::mse_loss", kLF, nullptr, -1, TPJ_META(mse_loss)},
-    {"mse_loss_backward", "aten::mse_loss_backward", kL, nullptr, -1, nullptr},
-    {"smooth_l1_loss", "aten::smooth_l1_loss", kLF, nullptr, -1, TPJ_META(smooth_l1_loss),
-     &check_beta<3>},
-    {"smooth_l1_loss_backward", "aten::smooth_l1_loss_backward", kL, nullptr, -1, nullptr,
-     &check_beta<4>},
-    {"huber_loss", "aten::huber_loss", kLF, nullptr, -1, nullptr, &check_delta<3>},
-    {"huber_loss_backward", "aten::huber_loss_backward", kL, nullptr, -1, nullptr,
-     &check_delta<4>},
-    {"binary_cross_entropy", "aten::binary_cross_entropy", kL | tp::kCheckAfterMeta, nullptr, -1,
-     nullptr, &check_bce},
-    {"binary_cross_entropy_backward", "aten::binary_cross_entropy_backward", kL, nullptr, -1,
-     nullptr},
-};
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { tp::register_boxed(m, kPointwiseLossOps); }
 
 // ---- nll_loss ------------------------------------------------------------------
 

@@ -21,7 +21,6 @@
 
 #include <cstring>
 
-#include "boxed.h"
 #include "common.h"
 #include "dtype_check.h"
 #include "storage_dtypes.h"
@@ -627,48 +626,9 @@ Tensor& inplace(Tensor& self, const Tensor& other, const char* op) {
   return self;
 }
 
-// CPU's words for complex operands.
-void no_complex_signbit(const c10::IValue* v) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!v[0].toTensor().is_complex(),
-                              "signbit is not implemented for complex tensors.");
-}
-template <bool kMax>
-void no_complex_fminmax(const c10::IValue* v) {
-  TORCH_CHECK(!c10::isComplexType(at::result_type(v[0].toTensor(), v[1].toTensor())),
-              kMax ? "fmax" : "fmin", " not implemented for complex tensors.");
-}
-
-// Rows of the boxed table (boxed.h): the output is the broadcast in the
-// promoted dtype (integers to float for copysign and xlogy); copysign and
-// fmax/fmin compute in it exactly, signbit in the input's dtype, the others
-// in its accumulator. logaddexp of complex operands is CPU's kernel.
-constexpr uint32_t kB = tp::kBroadcast;
-const tp::BoxedOp kPointwiseOps[] = {
-    {"copysign.Tensor", "aten::copysign.Tensor",
-     kB | tp::kInplace | tp::kFloatResult | tp::kExactCompute | tp::kNoComplex, "copysign_cpu", -1,
-     nullptr},
-    {"copysign.Scalar", "aten::copysign.Tensor",
-     kB | tp::kInplace | tp::kFloatResult | tp::kExactCompute | tp::kNoComplex, "copysign_cpu", -1,
-     nullptr},
-    {"signbit", "aten::signbit", kB | tp::kBoolResult | tp::kComputeInput, nullptr, -1, nullptr,
-     &no_complex_signbit},
-    {"fmax", "aten::fmax", kB | tp::kExactCompute, nullptr, -1, nullptr, &no_complex_fminmax<true>},
-    {"fmin", "aten::fmin", kB | tp::kExactCompute, nullptr, -1, nullptr, &no_complex_fminmax<false>},
-    {"logaddexp", "aten::logaddexp", kB | tp::kNoIntegral | tp::kComplexOnCpu, "logaddexp_cpu", -1,
-     nullptr},
-    {"logaddexp2", "aten::logaddexp2", kB | tp::kNoIntegral | tp::kNoComplex, "logaddexp2_cpu", -1,
-     nullptr},
-    {"xlogy.Tensor", "aten::xlogy.Tensor", kB | tp::kInplace | tp::kFloatResult | tp::kNoComplex,
-     "xlogy_cpu", -1, nullptr},
-    {"xlogy.Scalar_Other", "aten::xlogy.Tensor",
-     kB | tp::kInplace | tp::kFloatResult | tp::kNoComplex, "xlogy_cpu", -1, nullptr},
-    {"xlogy.Scalar_Self", "aten::xlogy.Tensor", kB | tp::kFloatResult | tp::kNoComplex,
-     "xlogy_cpu", -1, nullptr},
-};
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  tp::register_boxed(m, kPointwiseOps);
   m.impl("heaviside", TORCH_FN(tp::heaviside));
   m.impl("heaviside_", [](Tensor& a, const Tensor& b) -> Tensor& {
     return inplace<tp::heaviside>(a, b, "aten::heaviside_");

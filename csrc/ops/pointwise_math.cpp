@@ -2,8 +2,8 @@
 // rounding, sign, the erf family, inverse trig and hyperbolic functions,
 // log2/log10/exp2, reciprocal, remainder/fmod, division with a rounding
 // mode, hypot, nan_to_num, isnan/isposinf/isneginf, and the bitwise and
-// logical ops, each with its in-place and out= forms. Most are rows of the
-// boxed table below (boxed.h): their outputs are the broadcast of the
+// logical ops, each with its in-place and out= forms. Most are descriptor rows
+// in src/ops/pointwise.c (boxed.cpp serves them): their outputs are the broadcast of the
 // operands in PyTorch's promoted dtype (no meta call: these are the
 // smallest, most frequent ops), half types compute in float32 as CPU's
 // kernels do. Written out here: sign's own complex message, nan_to_num's
@@ -117,65 +117,9 @@ namespace tp = torch_pjrt;
 using at::Scalar;
 using at::Tensor;
 
-constexpr uint32_t kEw = tp::kForms | tp::kBroadcast;
-// integers and bool promote to the default float
-#define TPJ_FLOAT_UNARY(aten) {aten, "aten::" aten, kEw | tp::kFloatResult, nullptr, -1}
-// floor, ceil, trunc, round, frac: same dtype; CPU refuses bool (and frac
-// refuses integers)
-#define TPJ_ROUNDING(aten, rule, kernel) {aten, "aten::" aten, kEw | (rule), kernel, -1}
-// a binary op with Tensor, Scalar (and Scalar_Tensor: a Python number on
-// the left, no in-place form) overloads, all lowered as the Tensor one
-#define TPJ_BINARY_TS(aten, rules, kernel)                                 \
-  {aten ".Tensor", "aten::" aten ".Tensor", kEw | (rules), kernel, -1},    \
-  {aten ".Scalar", "aten::" aten ".Tensor", kEw | (rules), kernel, -1}
-#define TPJ_BINARY_TST(aten, rules, kernel)                                \
-  TPJ_BINARY_TS(aten, rules, kernel),                                      \
-  {aten ".Scalar_Tensor", "aten::" aten ".Tensor", tp::kOut | tp::kBroadcast | (rules), kernel, -1}
-
-constexpr uint32_t kBitwise = tp::kExactCompute | tp::kIntegralOnly;
-constexpr uint32_t kMod = tp::kNoBool | tp::kNoComplex | tp::kCheckDivisor;
-// isnan and friends compare in the input's dtype
-constexpr uint32_t kTest = tp::kBroadcast | tp::kBoolResult | tp::kComputeInput;
-
-const tp::BoxedOp kMathOps[] = {
-    // CPU's erf family has no complex kernels
-    {"erf", "aten::erf", kEw | tp::kFloatResult | tp::kNoComplex, "erf_vml_cpu", -1},
-    {"erfc", "aten::erfc", kEw | tp::kFloatResult | tp::kNoComplex, "erfc_vml_cpu", -1},
-    {"erfinv", "aten::erfinv", kEw | tp::kFloatResult | tp::kNoComplex, "erfinv_vml_cpu", -1},
-    TPJ_FLOAT_UNARY("tan"), TPJ_FLOAT_UNARY("asin"), TPJ_FLOAT_UNARY("acos"),
-    TPJ_FLOAT_UNARY("atan"), TPJ_FLOAT_UNARY("sinh"), TPJ_FLOAT_UNARY("cosh"),
-    TPJ_FLOAT_UNARY("asinh"), TPJ_FLOAT_UNARY("acosh"), TPJ_FLOAT_UNARY("atanh"),
-    TPJ_FLOAT_UNARY("log2"), TPJ_FLOAT_UNARY("log10"), TPJ_FLOAT_UNARY("exp2"),
-    TPJ_FLOAT_UNARY("reciprocal"),
-    // floor, ceil and trunc refuse complex by name, round and frac by kernel
-    TPJ_ROUNDING("floor", tp::kNoBool | tp::kNoComplexByName, "floor_vml_cpu"),
-    TPJ_ROUNDING("ceil", tp::kNoBool | tp::kNoComplexByName, "ceil_vml_cpu"),
-    TPJ_ROUNDING("trunc", tp::kNoBool | tp::kNoComplexByName, "trunc_vml_cpu"),
-    TPJ_ROUNDING("round", tp::kNoBool | tp::kNoComplex, "round_vml_cpu"),
-    TPJ_ROUNDING("frac", tp::kNoIntegral | tp::kNoComplex, "frac_cpu"),
-    {"round.decimals", "aten::round.decimals", kEw | tp::kNoIntegral, "round_cpu", -1},
-    {"sgn", "aten::sgn", kEw | tp::kExactCompute, nullptr, -1},
-    {"bitwise_not", "aten::bitwise_not", kEw | kBitwise, "bitwise_not_cpu", -1},
-    {"logical_not", "aten::logical_not", kEw | tp::kBoolResult | tp::kComputeInput, nullptr, -1},
-    {"isnan", "aten::isnan", kTest, nullptr, -1},
-    {"isposinf", "aten::isposinf", kTest | tp::kOut, nullptr, -1},
-    {"isneginf", "aten::isneginf", kTest | tp::kOut, nullptr, -1},
-    TPJ_BINARY_TST("bitwise_and", kBitwise, "bitwise_and_cpu"),
-    TPJ_BINARY_TST("bitwise_or", kBitwise, "bitwise_or_cpu"),
-    TPJ_BINARY_TST("bitwise_xor", kBitwise, "bitwise_xor_cpu"),
-    TPJ_BINARY_TST("remainder", kMod, "remainder_cpu"),
-    TPJ_BINARY_TS("fmod", kMod, "fmod_cpu"),
-    {"logical_and", "aten::logical_and", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
-    {"logical_or", "aten::logical_or", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
-    {"logical_xor", "aten::logical_xor", kEw | tp::kBoolResult | tp::kExactCompute, nullptr, -1},
-    {"atan2", "aten::atan2", kEw | tp::kFloatResult | tp::kNoComplex, "atan2_cpu", -1},
-    {"hypot", "aten::hypot", kEw | tp::kNoIntegral | tp::kNoComplex, "hypot_cpu", -1},
-};
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  tp::register_boxed(m, kMathOps);
   TPJ_FORMS_UNARY("sign", tp::sign)
   m.impl("nan_to_num", TORCH_FN(tp::nan_to_num));
   m.impl("nan_to_num_", [](Tensor& a, std::optional<double> n, std::optional<double> p,

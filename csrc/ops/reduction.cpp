@@ -1,5 +1,5 @@
 // Kernel glue for reductions (src/ops/reduction.c, reduction_stats.c): sum,
-// mean, prod, amax/amin, any/all (rows of a boxed table, boxed.h), nansum,
+// mean, prod, amax/amin, any/all (descriptor rows in src/ops/reduction.c), nansum,
 // aminmax, count_nonzero over dims, equal, norm and renorm, var/std (and
 // _mean), linalg_vector_norm, logsumexp, histc, bincount and
 // segment_reduce. Output shape and dtype, and every argument check, come
@@ -9,7 +9,6 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <algorithm>
-#include "boxed.h"
 #include "common.h"
 #include "glue.h"
 #include <ATen/ExpandUtils.h>
@@ -20,69 +19,6 @@
 #include <limits>
 #include <ATen/ops/_grouped_mm_compositeexplicitautograd_dispatch.h>
 
-namespace {
-namespace tp = torch_pjrt;
-using at::Tensor;
-using c10::IValue;
-
-// CPU's wording (the meta function names the dtype differently).
-void check_mean(const IValue* v) {
-  bool given = !v[3].isNone();
-  at::ScalarType t = given ? v[3].toScalarType() : v[0].toTensor().scalar_type();
-  TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t),
-              "mean(): could not infer output dtype. ", (given ? "Optional" : "Input"),
-              " dtype must be either a floating point or complex dtype. Got: ", t);
-}
-
-// CPU's checks for reductions without an identity (amax, amin).
-template <bool kMax>
-void check_extreme(const IValue* v) {
-  const char* name = kMax ? "amax" : "amin";
-  const Tensor& self = v[0].toTensor();
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max" : "min",
-                              "_values_cpu\" not implemented for '", self.scalar_type(), "'");
-  if (self.numel() != 0) return;
-  std::vector<int64_t> dim = v[1].toIntVector();
-  TORCH_CHECK(!dim.empty(), name, "(): Expected reduction dim to be specified for input.numel() "
-              "== 0. Specify the reduction dim with the 'dim' argument.");
-  for (int64_t d : dim) {
-    int64_t w = c10::maybe_wrap_dim(d, self.dim());
-    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(w) != 0, name,
-                      "(): Expected reduction dim ", w, " to have non-zero size.");
-  }
-}
-
-Tensor sum_meta(IValue* v) {
-  return at::meta::sum(v[0].toTensor(), std::nullopt, false, v[1].toOptional<at::ScalarType>());
-}
-
-using AllMeta = Tensor (*)(const Tensor&);
-using DimMeta = Tensor (*)(const Tensor&, int64_t, bool);
-using DimsMeta = Tensor (*)(const Tensor&, at::OptionalIntArrayRef, bool);
-constexpr uint32_t kR = tp::kReduce;
-
-// The reductions over a list of dims (src/ops/reduction.c): each overload a
-// row; the dims, keepdim and the output dtype come from the schema and the
-// meta function, the compute dtype is the output's accumulator.
-const tp::BoxedOp kReduceOps[] = {
-    {"sum.dim_IntList", "aten::sum.dim_IntList", kR, nullptr, -1, TPJ_META(sum)},
-    {"sum", "aten::sum.dim_IntList", kR, nullptr, -1, &sum_meta},
-    {"mean.dim", "aten::mean.dim", kR, nullptr, -1, TPJ_META(mean), &check_mean},
-    {"prod.dim_int", "aten::prod.dim_int", kR, nullptr, -1, TPJ_META(prod)},
-    {"prod", "aten::prod.dim_int", kR, nullptr, -1, nullptr},  // the dispatcher's meta
-    {"amax", "aten::amax", kR, nullptr, -1, TPJ_META(amax), &check_extreme<true>},
-    {"amin", "aten::amin", kR, nullptr, -1, TPJ_META(amin), &check_extreme<false>},
-    {"any.dims", "aten::any.dims", kR, nullptr, -1, TPJ_META_AS(any, DimsMeta)},
-    {"all.dims", "aten::all.dims", kR, nullptr, -1, TPJ_META_AS(all, DimsMeta)},
-    {"any.dim", "aten::any.dims", kR, nullptr, -1, TPJ_META_AS(any, DimMeta)},
-    {"all.dim", "aten::all.dims", kR, nullptr, -1, TPJ_META_AS(all, DimMeta)},
-    {"any", "aten::any.dims", kR, nullptr, -1, TPJ_META_AS(any, AllMeta)},
-    {"all", "aten::all.dims", kR, nullptr, -1, TPJ_META_AS(all, AllMeta)},
-};
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { tp::register_boxed(m, kReduceOps); }
 namespace torch_pjrt {
 namespace {
 

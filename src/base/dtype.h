@@ -39,6 +39,8 @@ size_t tpj_dtype_size(tpj_dtype_t dt);
 const char* tpj_dtype_hlo_name(tpj_dtype_t dt);
 /* PyTorch-style name, e.g. "float32", for error messages. */
 const char* tpj_dtype_name(tpj_dtype_t dt);
+/* c10::ScalarType's name, e.g. "Half", as PyTorch's own errors print it. */
+const char* tpj_dtype_c10_name(tpj_dtype_t dt);
 int tpj_dtype_is_float(tpj_dtype_t dt);   /* f16, bf16, f32, f64 */
 int tpj_dtype_is_complex(tpj_dtype_t dt);
 /* u8..i64, not bool: the integer types the lowerings compute in. u16, u32

@@ -81,6 +81,7 @@ const char* tpj_status_code_name(tpj_status_code_t code) {
     case TPJ_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
     case TPJ_INTERNAL: return "INTERNAL";
     case TPJ_OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case TPJ_INDEX_ERROR: return "INDEX_ERROR";
   }
   return "UNKNOWN";
 }

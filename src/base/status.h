@@ -19,8 +19,13 @@ typedef enum {
   TPJ_FAILED_PRECONDITION, /* wrong state: not initialised, version mismatch */
   TPJ_INTERNAL,          /* a PJRT failure or a bug */
   TPJ_OUT_OF_RANGE,      /* device ordinal or index out of range */
+  TPJ_INDEX_ERROR,       /* a dim or index argument CPU refuses with IndexError */
 } tpj_status_code_t;
 
+/* The C++ glue raises TPJ_UNIMPLEMENTED as NotImplementedError, TPJ_INDEX_ERROR
+ * as IndexError, TPJ_OUT_OF_MEMORY as torch.OutOfMemoryError, and every other
+ * code as RuntimeError: a check written in C picks PyTorch's exception kind by
+ * its code. */
 typedef struct tpj_status* tpj_status_t;
 
 /* Returns a new status (owned by the caller) with a printf-formatted message.

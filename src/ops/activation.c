@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "hlo/sort.h"
+#include "ops/desc.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 
@@ -622,3 +623,111 @@ void tpj_lower_threshold(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_select(b, tpj_hlo_emit_compare(b, x, t, "LE"), v, x),
                                     o->dtype);
 }
+
+/* ---- descriptor rows (desc.h) ---------------------------------------------
+ * Numeric parameters are runtime scalars in the compute dtype
+ * (RUNTIME_SCALARS); CPU's kernels take floating inputs only and say so
+ * (FLOATING_INPUT with CPU's kernel name). The .out/.grad_input forms not
+ * registered here are served by the glue's out= fallback (the functional
+ * kernel, then CPU's out= rules); hardshrink, softshrink and threshold
+ * register theirs: their CPU kernels (TensorIterator) check the out against
+ * every input for overlap, which that fallback does only for ops tagged
+ * pointwise, and these are not. */
+
+/* CPU's checks in CPU's words (the meta functions do not make them). */
+static tpj_status_t tpj_check_hardtanh(const tpj_op_call_t* c) {
+  if (c->args[0].dtype == TPJ_BOOL)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "Bool inputs not supported for hardtanh");
+  return NULL;
+}
+/* (grad_output, self, negative_slope, self_is_result) */
+static tpj_status_t tpj_check_leaky_relu_backward(const tpj_op_call_t* c) {
+  if (c->args[3].i && !(c->args[2].f >= 0.0))
+    return tpj_status_make(
+        TPJ_INVALID_ARGUMENT,
+        "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
+        "supported. This is caused by calling in-place forward function with a negative slope, "
+        "please call out-of-place version instead. File an issue at "
+        "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
+        "backward calculation with negative slope");
+  return NULL;
+}
+/* (grad_output, alpha, scale, input_scale, is_result, self_or_result) */
+static tpj_status_t tpj_check_elu_backward(const tpj_op_call_t* c) {
+  if (c->args[4].i && !(c->args[1].f >= 0.0))
+    return tpj_status_make(
+        TPJ_INVALID_ARGUMENT,
+        "In-place elu backward calculation is triggered with a negative slope which is not "
+        "supported. This is caused by calling in-place forward function with a negative slope, "
+        "please call out-of-place version instead.");
+  return NULL;
+}
+/* (self, dim, half_to_float): CPU's kernels take floating inputs only, and
+ * name the last-dim kernel when dim is the last one. */
+static tpj_status_t tpj_check_softmax_named(const tpj_op_call_t* c, const char* name) {
+  const tpj_op_arg_t* self = &c->args[0];
+  int64_t d;
+  TPJ_RETURN_IF_ERROR(tpj_op_wrap_dim(c->args[1].i, self->ndim, &d));
+  int last = self->ndim == 0 || d == self->ndim - 1;
+  if (self->numel != 0 && !tpj_dtype_is_float(self->dtype))
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "\"%s%s\" not implemented for '%s'", name,
+                           last ? "_lastdim_kernel_impl" : "_kernel_impl", self->dtype_name);
+  return NULL;
+}
+static tpj_status_t tpj_check_softmax(const tpj_op_call_t* c) {
+  return tpj_check_softmax_named(c, "softmax");
+}
+static tpj_status_t tpj_check_log_softmax(const tpj_op_call_t* c) {
+  return tpj_check_softmax_named(c, "log_softmax");
+}
+
+#define TPJ_ACT (TPJ_RULE_FLOATING_INPUT | TPJ_RULE_RUNTIME_SCALARS)
+#define TPJ_SHRINK_OUT (TPJ_RULE_OUT | TPJ_RULE_GRAD_INPUT_OUT | TPJ_ACT | TPJ_RULE_SCALARS_AS_OUTPUT)
+static const tpj_op_desc_t kActivationRows[] = {
+    /* CPU's silu also takes complex (x / (1 + exp(-x)) holds there too) */
+    TPJ_ROW(silu, TPJ_RULE_FORMS | TPJ_RULE_FLOATING_INPUT | TPJ_RULE_COMPLEX_INPUT_OK, "silu_cpu",
+            -1),
+    TPJ_ROW(silu_backward, TPJ_RULE_FLOATING_INPUT, "silu_backward_cpu", -1),
+    /* broadcast / like the input, without a meta call: PyTorch's meta kernel
+     * for these is a Python decomposition costing about 1 ms a call */
+    TPJ_ROW(hardtanh_backward, TPJ_RULE_BROADCAST | TPJ_RULE_RUNTIME_SCALARS, NULL, -1),
+    TPJ_ROW(hardswish, TPJ_RULE_INPLACE | TPJ_RULE_FLOATING_INPUT | TPJ_RULE_LIKE_INPUT,
+            "hardswish_cpu", -1),
+    TPJ_ROW(hardswish_backward, TPJ_RULE_FLOATING_INPUT | TPJ_RULE_LIKE_INPUT,
+            "hardswish_backward_cpu", -1),
+    TPJ_ROW(mish_backward, TPJ_RULE_FLOATING_INPUT | TPJ_RULE_LIKE_INPUT, "mish_backward_cpu", -1),
+    {"hardtanh", "aten::hardtanh",
+     TPJ_RULE_FORMS | TPJ_RULE_LIKE_INPUT | TPJ_RULE_RUNTIME_SCALARS, NULL, -1, tpj_check_hardtanh},
+    {"leaky_relu_backward", "aten::leaky_relu_backward", TPJ_ACT, "leaky_relu_backward_cpu", -1,
+     tpj_check_leaky_relu_backward},
+    {"elu_backward", "aten::elu_backward", TPJ_ACT, "elu_backward_cpu", -1,
+     tpj_check_elu_backward},
+    TPJ_ROW(leaky_relu, TPJ_RULE_FORMS | TPJ_ACT, "leaky_relu_cpu", -1),
+    TPJ_ROW(elu, TPJ_RULE_FORMS | TPJ_ACT, "elu_cpu", -1),
+    TPJ_ROW(softplus, TPJ_RULE_OUT | TPJ_ACT, "softplus_cpu", -1),
+    TPJ_ROW(softplus_backward, TPJ_ACT, "softplus_backward_cpu", -1),
+    TPJ_ROW(hardsigmoid, TPJ_RULE_INPLACE | TPJ_RULE_FLOATING_INPUT, "hardsigmoid_cpu", -1),
+    TPJ_ROW(hardsigmoid_backward, TPJ_RULE_FLOATING_INPUT, "hardsigmoid_backward_cpu", -1),
+    TPJ_ROW(mish, TPJ_RULE_INPLACE | TPJ_RULE_FLOATING_INPUT, "mish_cpu", -1),
+    TPJ_ROW(tanh_backward, 0, NULL, -1),
+    TPJ_ROW(sigmoid_backward, 0, NULL, -1),
+    /* half types compare in float against the unrounded threshold, as CPU's
+     * kernel does (bf16(0.3) <= 0.3 is false there, true in bf16) */
+    TPJ_ROW(threshold_backward, TPJ_RULE_RUNTIME_SCALARS, NULL, -1),
+    TPJ_ROW(threshold, TPJ_RULE_FORMS | TPJ_RULE_RUNTIME_SCALARS | TPJ_RULE_NO_BOOL,
+            "threshold_cpu", -1),
+    /* CPU's hardshrink reads lambd in the output dtype, softshrink in the
+     * compute dtype */
+    TPJ_ROW(hardshrink, TPJ_RULE_OUT | TPJ_ACT | TPJ_RULE_SCALARS_AS_OUTPUT, "hardshrink_cpu", -1),
+    TPJ_ROW(hardshrink_backward, TPJ_SHRINK_OUT, "hardshrink_backward_cpu", -1),
+    TPJ_ROW(softshrink, TPJ_RULE_OUT | TPJ_ACT, "softshrink_check", -1),
+    TPJ_ROW(softshrink_backward, TPJ_SHRINK_OUT, "softshrink_backward_cpu", -1),
+    /* softmax and log_softmax over one dim (DIM), their backward too: the
+     * compute dtype is the output's accumulator (that of the input, too) */
+    {"_softmax", "aten::_softmax", TPJ_RULE_DIM | TPJ_RULE_SKIP_EMPTY, NULL, -1, tpj_check_softmax},
+    {"_log_softmax", "aten::_log_softmax", TPJ_RULE_DIM | TPJ_RULE_SKIP_EMPTY, NULL, -1,
+     tpj_check_log_softmax},
+    TPJ_ROW(_softmax_backward_data, TPJ_RULE_DIM, NULL, -1),
+    TPJ_ROW(_log_softmax_backward_data, TPJ_RULE_DIM, NULL, -1),
+};
+TPJ_DESC_LIST(tpj_activation_rows, kActivationRows);

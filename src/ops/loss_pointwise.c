@@ -6,6 +6,9 @@
  * backward in: grad_output, self, target, [weight], [beta/delta]. The
  * formulas follow CPU's kernels branch for branch (which side x == beta
  * falls on, bce's log clamp at -100 and its 1e-12 floor in the backward). */
+#include <string.h>
+
+#include "ops/desc.h"
 #include "ops/ops.h"
 #include "ops/sugar.h"
 
@@ -177,3 +180,58 @@ void tpj_lower_binary_cross_entropy(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
 void tpj_lower_binary_cross_entropy_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* r) {
   tpj_loss_backward(ctx, r, TPJ_LOSS_BCE, "binary_cross_entropy_backward");
 }
+
+/* ---- descriptor rows (desc.h) ---------------------------------------------
+ * An empty result runs no program. The forwards check that self and target
+ * broadcast in CPU's words; meta functions give the shapes. */
+
+/* the parameter's argument index in (self, target, reduction, beta) and in
+ * the backward's (grad_output, self, target, reduction, beta) */
+static tpj_status_t tpj_check_beta_at(const tpj_op_call_t* c, int at) {
+  if (!(c->args[at].f >= 0))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           "smooth_l1_loss does not support negative values for beta.");
+  return NULL;
+}
+static tpj_status_t tpj_check_delta_at(const tpj_op_call_t* c, int at) {
+  if (!(c->args[at].f > 0))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           "huber_loss does not support non-positive values for delta.");
+  return NULL;
+}
+static tpj_status_t tpj_check_beta(const tpj_op_call_t* c) { return tpj_check_beta_at(c, 3); }
+static tpj_status_t tpj_check_beta_bw(const tpj_op_call_t* c) { return tpj_check_beta_at(c, 4); }
+static tpj_status_t tpj_check_delta(const tpj_op_call_t* c) { return tpj_check_delta_at(c, 3); }
+static tpj_status_t tpj_check_delta_bw(const tpj_op_call_t* c) { return tpj_check_delta_at(c, 4); }
+
+/* CPU's kernel raises when an input lies outside [0, 1] (NaN included); XLA
+ * cannot raise, so the values are read on the host: one wait. */
+static tpj_status_t tpj_check_bce(const tpj_op_call_t* c) {
+  const tpj_op_arg_t* self = &c->args[0];
+  const tpj_op_arg_t* target = &c->args[1];
+  if (self->dtype != target->dtype || strcmp(self->dtype_name, target->dtype_name) != 0)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "Found dtype %s but expected %s",
+                           target->dtype_name, self->dtype_name);
+  double lo, hi;
+  int known = 0;
+  TPJ_RETURN_IF_ERROR(c->value_range(c, 0, &lo, &hi, &known));
+  if (known && !(lo >= 0 && hi <= 1))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "all elements of input should be between 0 and 1");
+  return NULL;
+}
+
+#define TPJ_L (TPJ_RULE_LOSS | TPJ_RULE_SKIP_EMPTY)
+#define TPJ_LF (TPJ_L | TPJ_RULE_BROADCAST_CHECK)
+static const tpj_op_desc_t kLossPointwiseRows[] = {
+    TPJ_ROW(mse_loss, TPJ_LF, NULL, -1),
+    TPJ_ROW(mse_loss_backward, TPJ_L, NULL, -1),
+    {"smooth_l1_loss", "aten::smooth_l1_loss", TPJ_LF, NULL, -1, tpj_check_beta},
+    {"smooth_l1_loss_backward", "aten::smooth_l1_loss_backward", TPJ_L, NULL, -1,
+     tpj_check_beta_bw},
+    {"huber_loss", "aten::huber_loss", TPJ_LF, NULL, -1, tpj_check_delta},
+    {"huber_loss_backward", "aten::huber_loss_backward", TPJ_L, NULL, -1, tpj_check_delta_bw},
+    {"binary_cross_entropy", "aten::binary_cross_entropy", TPJ_L | TPJ_RULE_CHECK_AFTER_META, NULL,
+     -1, tpj_check_bce},
+    TPJ_ROW(binary_cross_entropy_backward, TPJ_L, NULL, -1),
+};
+TPJ_DESC_LIST(tpj_loss_pointwise_rows, kLossPointwiseRows);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hlo/sort.h"
+#include "ops/desc.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 #include "ops/sugar.h"
@@ -1086,3 +1087,98 @@ void tpj_lower_frexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[0] = tpj_hlo_emit_convert(b, man, ctx->outs[0].dtype);
   results[1] = tpj_hlo_emit_convert(b, ex, ctx->outs[1].dtype);
 }
+
+/* ---- descriptor rows (desc.h) --------------------------------------------- */
+
+/* CPU's words for complex operands. */
+static tpj_status_t tpj_check_signbit(const tpj_op_call_t* c) {
+  if (tpj_dtype_is_complex(c->args[0].dtype))
+    return tpj_status_make(TPJ_UNIMPLEMENTED, "signbit is not implemented for complex tensors.");
+  return NULL;
+}
+static tpj_status_t tpj_check_fmax(const tpj_op_call_t* c) {
+  if (tpj_dtype_is_complex(c->promoted))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "fmax not implemented for complex tensors.");
+  return NULL;
+}
+static tpj_status_t tpj_check_fmin(const tpj_op_call_t* c) {
+  if (tpj_dtype_is_complex(c->promoted))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "fmin not implemented for complex tensors.");
+  return NULL;
+}
+
+#define TPJ_EW (TPJ_RULE_FORMS | TPJ_RULE_BROADCAST)
+/* integers and bool promote to the default float */
+#define TPJ_FLOAT_UNARY(fn) TPJ_ROW(fn, TPJ_EW | TPJ_RULE_FLOAT_RESULT, NULL, -1)
+/* floor, ceil, trunc, round, frac: same dtype; CPU refuses bool (and frac
+ * refuses integers) */
+#define TPJ_ROUNDING(fn, rule, kernel) TPJ_ROW(fn, TPJ_EW | (rule), kernel, -1)
+/* a binary op with Tensor, Scalar (and Scalar_Tensor: a Python number on the
+ * left, no in-place form) overloads, all lowered as the Tensor one */
+#define TPJ_BINARY_TS(fn, rules, kernel)                                   \
+  {#fn ".Tensor", "aten::" #fn ".Tensor", TPJ_EW | (rules), kernel, -1, NULL}, \
+  {#fn ".Scalar", "aten::" #fn ".Tensor", TPJ_EW | (rules), kernel, -1, NULL}
+#define TPJ_BINARY_TST(fn, rules, kernel)                                       \
+  TPJ_BINARY_TS(fn, rules, kernel),                                             \
+  {#fn ".Scalar_Tensor", "aten::" #fn ".Tensor",                                \
+   TPJ_RULE_OUT | TPJ_RULE_BROADCAST | (rules), kernel, -1, NULL}
+#define TPJ_BITWISE (TPJ_RULE_EXACT_COMPUTE | TPJ_RULE_INTEGRAL_ONLY)
+#define TPJ_MOD (TPJ_RULE_NO_BOOL | TPJ_RULE_NO_COMPLEX | TPJ_RULE_CHECK_DIVISOR)
+/* isnan and friends compare in the input's dtype */
+#define TPJ_TEST (TPJ_RULE_BROADCAST | TPJ_RULE_BOOL_RESULT | TPJ_RULE_COMPUTE_INPUT)
+/* copysign and fmax/fmin compute in the promoted dtype exactly, signbit in
+ * the input's dtype, the others in its accumulator */
+#define TPJ_B TPJ_RULE_BROADCAST
+#define TPJ_COPYSIGN \
+  (TPJ_B | TPJ_RULE_INPLACE | TPJ_RULE_FLOAT_RESULT | TPJ_RULE_EXACT_COMPUTE | TPJ_RULE_NO_COMPLEX)
+#define TPJ_XLOGY (TPJ_B | TPJ_RULE_FLOAT_RESULT | TPJ_RULE_NO_COMPLEX)
+
+static const tpj_op_desc_t kPointwiseRows[] = {
+    /* CPU's erf family has no complex kernels */
+    TPJ_ROW(erf, TPJ_EW | TPJ_RULE_FLOAT_RESULT | TPJ_RULE_NO_COMPLEX, "erf_vml_cpu", -1),
+    TPJ_ROW(erfc, TPJ_EW | TPJ_RULE_FLOAT_RESULT | TPJ_RULE_NO_COMPLEX, "erfc_vml_cpu", -1),
+    TPJ_ROW(erfinv, TPJ_EW | TPJ_RULE_FLOAT_RESULT | TPJ_RULE_NO_COMPLEX, "erfinv_vml_cpu", -1),
+    TPJ_FLOAT_UNARY(tan), TPJ_FLOAT_UNARY(asin), TPJ_FLOAT_UNARY(acos),
+    TPJ_FLOAT_UNARY(atan), TPJ_FLOAT_UNARY(sinh), TPJ_FLOAT_UNARY(cosh),
+    TPJ_FLOAT_UNARY(asinh), TPJ_FLOAT_UNARY(acosh), TPJ_FLOAT_UNARY(atanh),
+    TPJ_FLOAT_UNARY(log2), TPJ_FLOAT_UNARY(log10), TPJ_FLOAT_UNARY(exp2),
+    TPJ_FLOAT_UNARY(reciprocal),
+    /* floor, ceil and trunc refuse complex by name, round and frac by kernel */
+    TPJ_ROUNDING(floor, TPJ_RULE_NO_BOOL | TPJ_RULE_NO_COMPLEX_BY_NAME, "floor_vml_cpu"),
+    TPJ_ROUNDING(ceil, TPJ_RULE_NO_BOOL | TPJ_RULE_NO_COMPLEX_BY_NAME, "ceil_vml_cpu"),
+    TPJ_ROUNDING(trunc, TPJ_RULE_NO_BOOL | TPJ_RULE_NO_COMPLEX_BY_NAME, "trunc_vml_cpu"),
+    TPJ_ROUNDING(round, TPJ_RULE_NO_BOOL | TPJ_RULE_NO_COMPLEX, "round_vml_cpu"),
+    TPJ_ROUNDING(frac, TPJ_RULE_NO_INTEGRAL | TPJ_RULE_NO_COMPLEX, "frac_cpu"),
+    {"round.decimals", "aten::round.decimals", TPJ_EW | TPJ_RULE_NO_INTEGRAL, "round_cpu", -1,
+     NULL},
+    TPJ_ROW(sgn, TPJ_EW | TPJ_RULE_EXACT_COMPUTE, NULL, -1),
+    TPJ_ROW(bitwise_not, TPJ_EW | TPJ_BITWISE, "bitwise_not_cpu", -1),
+    TPJ_ROW(logical_not, TPJ_EW | TPJ_RULE_BOOL_RESULT | TPJ_RULE_COMPUTE_INPUT, NULL, -1),
+    TPJ_ROW(isnan, TPJ_TEST, NULL, -1),
+    TPJ_ROW(isposinf, TPJ_TEST | TPJ_RULE_OUT, NULL, -1),
+    TPJ_ROW(isneginf, TPJ_TEST | TPJ_RULE_OUT, NULL, -1),
+    TPJ_BINARY_TST(bitwise_and, TPJ_BITWISE, "bitwise_and_cpu"),
+    TPJ_BINARY_TST(bitwise_or, TPJ_BITWISE, "bitwise_or_cpu"),
+    TPJ_BINARY_TST(bitwise_xor, TPJ_BITWISE, "bitwise_xor_cpu"),
+    TPJ_BINARY_TST(remainder, TPJ_MOD, "remainder_cpu"),
+    TPJ_BINARY_TS(fmod, TPJ_MOD, "fmod_cpu"),
+    TPJ_ROW(logical_and, TPJ_EW | TPJ_RULE_BOOL_RESULT | TPJ_RULE_EXACT_COMPUTE, NULL, -1),
+    TPJ_ROW(logical_or, TPJ_EW | TPJ_RULE_BOOL_RESULT | TPJ_RULE_EXACT_COMPUTE, NULL, -1),
+    TPJ_ROW(logical_xor, TPJ_EW | TPJ_RULE_BOOL_RESULT | TPJ_RULE_EXACT_COMPUTE, NULL, -1),
+    TPJ_ROW(atan2, TPJ_EW | TPJ_RULE_FLOAT_RESULT | TPJ_RULE_NO_COMPLEX, "atan2_cpu", -1),
+    TPJ_ROW(hypot, TPJ_EW | TPJ_RULE_NO_INTEGRAL | TPJ_RULE_NO_COMPLEX, "hypot_cpu", -1),
+    {"copysign.Tensor", "aten::copysign.Tensor", TPJ_COPYSIGN, "copysign_cpu", -1, NULL},
+    {"copysign.Scalar", "aten::copysign.Tensor", TPJ_COPYSIGN, "copysign_cpu", -1, NULL},
+    {"signbit", "aten::signbit", TPJ_B | TPJ_RULE_BOOL_RESULT | TPJ_RULE_COMPUTE_INPUT, NULL, -1,
+     tpj_check_signbit},
+    {"fmax", "aten::fmax", TPJ_B | TPJ_RULE_EXACT_COMPUTE, NULL, -1, tpj_check_fmax},
+    {"fmin", "aten::fmin", TPJ_B | TPJ_RULE_EXACT_COMPUTE, NULL, -1, tpj_check_fmin},
+    /* logaddexp of complex operands is CPU's kernel */
+    TPJ_ROW(logaddexp, TPJ_B | TPJ_RULE_NO_INTEGRAL | TPJ_RULE_COMPLEX_ON_CPU, "logaddexp_cpu", -1),
+    TPJ_ROW(logaddexp2, TPJ_B | TPJ_RULE_NO_INTEGRAL | TPJ_RULE_NO_COMPLEX, "logaddexp2_cpu", -1),
+    {"xlogy.Tensor", "aten::xlogy.Tensor", TPJ_XLOGY | TPJ_RULE_INPLACE, "xlogy_cpu", -1, NULL},
+    {"xlogy.Scalar_Other", "aten::xlogy.Tensor", TPJ_XLOGY | TPJ_RULE_INPLACE, "xlogy_cpu", -1,
+     NULL},
+    {"xlogy.Scalar_Self", "aten::xlogy.Tensor", TPJ_XLOGY, "xlogy_cpu", -1, NULL},
+};
+TPJ_DESC_LIST(tpj_pointwise_rows, kPointwiseRows);

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "hlo/sort.h"
+#include "ops/desc.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 
@@ -405,3 +406,67 @@ void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                                "stablehlo.add");
   results[0] = tpj_hlo_emit_convert(b, counts, ctx->outs[0].dtype);
 }
+
+/* ---- descriptor rows (desc.h) ---------------------------------------------
+ * The reductions over a list of dims: each overload a row; the dims, keepdim
+ * and the output dtype come from the schema and the meta function
+ * (tpj_attrs_reduce_t), the compute dtype is the output's accumulator. */
+
+/* (self, dim, keepdim, dtype): CPU's wording (the meta function names the
+ * dtype differently). */
+static tpj_status_t tpj_check_mean(const tpj_op_call_t* c) {
+  int given = c->args[3].kind == TPJ_ARG_DTYPE;
+  const tpj_op_arg_t* a = given ? &c->args[3] : &c->args[0];
+  if (!tpj_dtype_is_float(a->dtype) && !tpj_dtype_is_complex(a->dtype))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           "mean(): could not infer output dtype. %s dtype must be either a "
+                           "floating point or complex dtype. Got: %s",
+                           given ? "Optional" : "Input", a->dtype_name);
+  return NULL;
+}
+
+/* (self, dim, keepdim): CPU's checks for reductions without an identity. */
+static tpj_status_t tpj_check_extreme(const tpj_op_call_t* c, const char* name, const char* kernel) {
+  const tpj_op_arg_t* self = &c->args[0];
+  const tpj_op_arg_t* dim = &c->args[1];
+  if (tpj_dtype_is_complex(self->dtype)) return tpj_op_refuse(kernel, self->dtype);
+  if (self->numel != 0) return NULL;
+  if (dim->n == 0)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.",
+                           name);
+  for (int i = 0; i < dim->n; ++i) {
+    int64_t w;
+    TPJ_RETURN_IF_ERROR(tpj_op_wrap_dim(dim->ints[i], self->ndim, &w));
+    if (self->ndim != 0 && self->dims[w] == 0)
+      return tpj_status_make(TPJ_INDEX_ERROR,
+                             "%s(): Expected reduction dim %lld to have non-zero size.", name,
+                             (long long)w);
+  }
+  return NULL;
+}
+static tpj_status_t tpj_check_amax(const tpj_op_call_t* c) {
+  return tpj_check_extreme(c, "amax", "max_values_cpu");
+}
+static tpj_status_t tpj_check_amin(const tpj_op_call_t* c) {
+  return tpj_check_extreme(c, "amin", "min_values_cpu");
+}
+
+#define TPJ_R TPJ_RULE_REDUCE
+static const tpj_op_desc_t kReductionRows[] = {
+    {"sum.dim_IntList", "aten::sum.dim_IntList", TPJ_R, NULL, -1, NULL},
+    {"sum", "aten::sum.dim_IntList", TPJ_R, NULL, -1, NULL},
+    {"mean.dim", "aten::mean.dim", TPJ_R, NULL, -1, tpj_check_mean},
+    {"prod.dim_int", "aten::prod.dim_int", TPJ_R, NULL, -1, NULL},
+    {"prod", "aten::prod.dim_int", TPJ_R, NULL, -1, NULL},
+    {"amax", "aten::amax", TPJ_R, NULL, -1, tpj_check_amax},
+    {"amin", "aten::amin", TPJ_R, NULL, -1, tpj_check_amin},
+    {"any.dims", "aten::any.dims", TPJ_R, NULL, -1, NULL},
+    {"all.dims", "aten::all.dims", TPJ_R, NULL, -1, NULL},
+    {"any.dim", "aten::any.dims", TPJ_R, NULL, -1, NULL},
+    {"all.dim", "aten::all.dims", TPJ_R, NULL, -1, NULL},
+    {"any", "aten::any.dims", TPJ_R, NULL, -1, NULL},
+    {"all", "aten::all.dims", TPJ_R, NULL, -1, NULL},
+};
+TPJ_DESC_LIST(tpj_reduction_rows, kReductionRows);

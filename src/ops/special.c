@@ -12,6 +12,7 @@
  * converted to the output's dtype. */
 #include <math.h>
 
+#include "ops/desc.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 #include "ops/sugar.h"
@@ -926,3 +927,67 @@ void tpj_lower_logit_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t r = tpj_hlo_emit_binary(b, "stablehlo.divide", g, TPJ_MUL(x, TPJ_SUB(one, x)));
   results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_select(b, out, fill, r), o->dtype);
 }
+
+/* ---- descriptor rows (desc.h) ---------------------------------------------
+ * Output sizes and dtype (and PyTorch's own argument errors) come from the
+ * meta functions; half types compute in float32 as CPU's kernels do, and
+ * where CPU refuses half types so do we. An empty result runs no program. */
+#define TPJ_SF (TPJ_RULE_FORMS | TPJ_RULE_SKIP_EMPTY)
+#define TPJ_SO (TPJ_RULE_OUT | TPJ_RULE_SKIP_EMPTY)
+/* half types refuse with CPU's kernel name; the polynomials' attribute is
+ * their index in special_orthopoly.c */
+#define TPJ_HALFLESS(fn, kernel) TPJ_ROW(fn, TPJ_SO | TPJ_RULE_NO_HALF, kernel, -1)
+#define TPJ_POLY(p, kind) TPJ_ROW(special_##p, TPJ_SO | TPJ_RULE_NO_HALF, #p "_cpu", kind)
+
+static const tpj_op_desc_t kSpecialRows[] = {
+    TPJ_ROW(lgamma, TPJ_SF, NULL, -1),
+    TPJ_ROW(digamma, TPJ_SF, NULL, -1),
+    TPJ_ROW(i0, TPJ_SF, NULL, -1),
+    TPJ_ROW(sinc, TPJ_SF | TPJ_RULE_COMPLEX_ON_CPU, NULL, -1),
+    TPJ_ROW(special_entr, TPJ_SO, NULL, -1),
+    TPJ_ROW(special_i0e, TPJ_SO, NULL, -1),
+    TPJ_ROW(special_i1, TPJ_SO, NULL, -1),
+    TPJ_ROW(special_i1e, TPJ_SO, NULL, -1),
+    /* only float64 is native: below x = -1e5 or so, float32's Ai depends on
+     * the last bit of its huge phase 2/3 (-x)^(3/2), and the fused XLA
+     * program does not reproduce CPU's bits there */
+    TPJ_ROW(special_airy_ai, TPJ_SO | TPJ_RULE_DOUBLE_ONLY, NULL, -1),
+    TPJ_ROW(polygamma, TPJ_SO, NULL, -1), /* n < 0: the meta function's error */
+    TPJ_ROW(special_xlog1py, TPJ_SO, NULL, -1),
+    /* steps to the neighbour in the output's own dtype (bf16's, not float32's) */
+    TPJ_ROW(nextafter, TPJ_SF | TPJ_RULE_EXACT_COMPUTE | TPJ_RULE_FLOATING_ONLY, "nextafter_cpu",
+            -1),
+    TPJ_HALFLESS(special_ndtri, "ndtri_cpu"),
+    TPJ_HALFLESS(special_erfcx, "erfcx_cpu"),
+    TPJ_HALFLESS(special_log_ndtr, "log_ndtr_cpu"),
+    TPJ_HALFLESS(special_bessel_j0, "bessel_j0_cpu"),
+    TPJ_HALFLESS(special_bessel_j1, "bessel_j1_cpu"),
+    TPJ_HALFLESS(special_bessel_y0, "bessel_y0_cpu"),
+    TPJ_HALFLESS(special_bessel_y1, "bessel_y1_cpu"),
+    TPJ_HALFLESS(special_modified_bessel_i0, "modified_bessel_i0_cpu"),
+    TPJ_HALFLESS(special_modified_bessel_i1, "modified_bessel_i1_cpu"),
+    TPJ_HALFLESS(special_modified_bessel_k0, "modified_bessel_k0_cpu"),
+    TPJ_HALFLESS(special_modified_bessel_k1, "modified_bessel_k1_cpu"),
+    TPJ_HALFLESS(special_scaled_modified_bessel_k0, "scaled_modified_bessel_k0_cpu"),
+    TPJ_HALFLESS(special_scaled_modified_bessel_k1, "scaled_modified_bessel_k1_cpu"),
+    TPJ_HALFLESS(special_spherical_bessel_j0, "spherical_bessel_j0_cpu"),
+    TPJ_HALFLESS(special_zeta, "zeta_cpu"),
+    TPJ_POLY(chebyshev_polynomial_t, 0),
+    TPJ_POLY(chebyshev_polynomial_u, 1),
+    TPJ_POLY(chebyshev_polynomial_v, 2),
+    TPJ_POLY(chebyshev_polynomial_w, 3),
+    TPJ_POLY(shifted_chebyshev_polynomial_t, 4),
+    TPJ_POLY(shifted_chebyshev_polynomial_u, 5),
+    TPJ_POLY(shifted_chebyshev_polynomial_v, 6),
+    TPJ_POLY(shifted_chebyshev_polynomial_w, 7),
+    TPJ_POLY(hermite_polynomial_h, 8),
+    TPJ_POLY(hermite_polynomial_he, 9),
+    TPJ_POLY(laguerre_polynomial_l, 10),
+    TPJ_POLY(legendre_polynomial_p, 11),
+    /* igamma and igammac (special_igamma.c): the attribute is 1 for the upper
+     * function; other than floating types run CPU's kernel (counted) */
+    TPJ_ROW(igamma, TPJ_RULE_INPLACE | TPJ_RULE_SKIP_EMPTY | TPJ_RULE_NON_FLOATING_ON_CPU, NULL, 0),
+    TPJ_ROW(igammac, TPJ_RULE_INPLACE | TPJ_RULE_SKIP_EMPTY | TPJ_RULE_NON_FLOATING_ON_CPU, NULL,
+            1),
+};
+TPJ_DESC_LIST(tpj_special_rows, kSpecialRows);

@@ -1,6 +1,7 @@
 /* The lowering table: sorted by name, searched by bisection. */
 #include <string.h>
 
+#include "ops/desc.h"
 #include "ops/ops.h"
 
 static const tpj_op_def_t kOps[] = {
@@ -426,3 +427,33 @@ int tpj_ops_index(const char* name) {
 }
 
 const tpj_op_def_t* tpj_ops_lookup(const char* name) { return tpj_ops_at(tpj_ops_index(name)); }
+
+/* ---- descriptor rows (desc.h), gathered from their families ---------------- */
+
+static const tpj_op_desc_list_t* const kFamilies[] = {
+    &tpj_pointwise_rows,       &tpj_special_rows,   &tpj_activation_rows,
+    &tpj_loss_pointwise_rows,  &tpj_reduction_rows,
+};
+#define TPJ_NFAMILIES ((int)(sizeof(kFamilies) / sizeof(kFamilies[0])))
+
+int tpj_ops_desc_count(void) {
+  int n = 0;
+  for (int f = 0; f < TPJ_NFAMILIES; ++f) n += (int)kFamilies[f]->n;
+  return n;
+}
+
+const tpj_op_desc_t* tpj_ops_desc_at(int i) {
+  if (i < 0) return NULL;
+  for (int f = 0; f < TPJ_NFAMILIES; ++f) {
+    if (i < (int)kFamilies[f]->n) return &kFamilies[f]->rows[i];
+    i -= (int)kFamilies[f]->n;
+  }
+  return NULL;
+}
+
+const tpj_op_desc_t* tpj_ops_desc_lookup(const char* aten) {
+  for (int f = 0; f < TPJ_NFAMILIES; ++f)
+    for (size_t i = 0; i < kFamilies[f]->n; ++i)
+      if (strcmp(kFamilies[f]->rows[i].aten, aten) == 0) return &kFamilies[f]->rows[i];
+  return NULL;
+}
