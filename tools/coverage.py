@@ -2,14 +2,14 @@
 
     .venv/bin/python tools/coverage.py
 
-The generator lives in torch_pjrt.conformance (the OpInfo sweep writes
+The generator lives in tools/conformance.py (the OpInfo sweep writes
 docs/coverage.json; this regenerates the markdown, including the list of
 native aten overloads, without re-running the sweep).
 """
 import os
 import sys
 
-from torch_pjrt import conformance
+import conformance  # tools/conformance.py, beside this file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -130,7 +130,7 @@ def find_plugin() -> Plugin:
     return Plugin(platform="cpu", error="no PJRT plugin is installed; fix with: " + PIP_HINT["cpu"])
 
 
-# The most devices the C core addresses (src/rt/rt.c, TPJ_MAX_DEVICES).
+# The most devices the C core addresses (src/rt/internal.h, TPJ_MAX_DEVICES).
 MAX_DEVICES = 256
 
 

@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 #include "base/dtype.h"
+#include "base/shape.h"
 #include "base/status.h"
 #include "base/strbuf.h"
-#include "rt/rt.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,7 @@
-/* rt/internal: what rt.c shares with the other files of src/rt that call
- * PJRT (replicated.c): the client and executable structs, the PJRT call
- * macros, and the helpers every PJRT call path uses. Not for outside src/rt. */
+/* rt/internal: what the files of src/rt that call PJRT (client.c, buffer.c,
+ * executable.c, event.c, trace.c, replicated.c) share: the client and
+ * executable structs, the PJRT call macros, and the helpers they call across
+ * files. Not for outside src/rt. */
 #ifndef TPJ_RT_INTERNAL_H_
 #define TPJ_RT_INTERNAL_H_
 
@@ -111,5 +112,36 @@ tpj_status_t tpj_rt_compile_with(tpj_rt_t* rt, const char* mlir, size_t mlir_len
 /* Keeps a launch's completion event as pending work on device and stream. */
 tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
                              const char* op, int64_t t_launch);
+
+/* ---- across the files of src/rt ----------------------------------------
+ * Helpers one file of src/rt defines and another calls; each is named by
+ * the file that defines it. */
+
+/* client.c: destroys ev (NULL: nothing) without waiting for it. */
+void tpj_rt_event_destroy(const PJRT_Api* api, PJRT_Event* ev);
+
+/* buffer.c: adds delta to device's count of bytes held by live buffers
+ * (tpj_rt_buffer_bytes), raising its peak. */
+void tpj_rt_count_bytes(int device, long long delta);
+
+/* event.c: CLOCK_MONOTONIC in ns, never 0 (0 means "not done yet"). */
+int64_t tpj_rt_now_ns(void);
+/* event.c: drops one reference to d (NULL: nothing). */
+void tpj_rt_done_release(tpj_rt_done_t* d);
+/* event.c: when d finished, 0 while not known to be done. */
+int64_t tpj_rt_done_time(const tpj_rt_done_t* d);
+/* event.c: the done record of pending entry p (created on demand; NULL when
+ * out of memory), owned by p. Called with rt->mu held. */
+tpj_rt_done_t* tpj_rt_done_of_locked(tpj_rt_t* rt, tpj_rt_pending_t* p);
+/* event.c: the failure tpj_rt_inject_async_error asked for, once, when op
+ * matches; NULL otherwise. Called with rt->mu held. */
+tpj_status_t tpj_rt_injected_locked(tpj_rt_t* rt, const char* op);
+/* event.c: awaits (and drops) the pending launches on device (-1: all) and
+ * stream (-1: all), then reads the device-side checks; returns the first
+ * failure, the deferred one first. */
+tpj_status_t tpj_rt_await_matching(tpj_rt_t* rt, int device, int64_t stream);
+
+/* trace.c: notes launch p for the profiler. Called with rt->mu held. */
+void tpj_rt_trace_locked(tpj_rt_t* rt, tpj_rt_pending_t* p, int64_t t_launch);
 
 #endif /* TPJ_RT_INTERNAL_H_ */

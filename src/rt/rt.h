@@ -9,13 +9,12 @@
 #include <stdint.h>
 
 #include "base/dtype.h"
+#include "base/shape.h"
 #include "base/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define TPJ_MAX_DIMS 16
 
 typedef struct tpj_rt tpj_rt_t;
 typedef struct tpj_rt_exe tpj_rt_exe_t;
@@ -118,11 +117,7 @@ tpj_status_t tpj_rt_exe_deserialize(tpj_rt_t* rt, const char* bytes, size_t len,
 void tpj_rt_exe_retain(tpj_rt_exe_t* exe);
 void tpj_rt_exe_release(tpj_rt_exe_t* exe);
 
-typedef struct {
-  tpj_dtype_t dtype;
-  int ndim;
-  int64_t dims[TPJ_MAX_DIMS];
-} tpj_rt_shape_t;
+/* tpj_rt_shape_t, an output's dtype and dims, is in base/shape.h. */
 
 /* Launches exe on device with args; does not wait. The caller states the
  * output shapes (they come from the lowering); outs[i] receive new buffers

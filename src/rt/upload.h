@@ -1,4 +1,4 @@
-/* rt/upload: asynchronous host-to-device uploads (implemented in rt.c),
+/* rt/upload: asynchronous host-to-device uploads (implemented in buffer.c),
  * for non_blocking copies from pinned memory, uploads that alias host
  * memory, and the host address of a buffer whose device memory is host
  * memory (distributed staging). Apart from rt.h so that adding

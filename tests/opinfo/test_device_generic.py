@@ -16,7 +16,7 @@ CPU itself does not meet, where upstream's xfails would misfire.
                               expectations, checked against CPU first)
   test_noncontiguous_samples  non-contiguous inputs give the contiguous answer
 
-It is the upstream-shaped view of what `python -m torch_pjrt.conformance`
+It is the upstream-shaped view of what `python tools/conformance.py`
 sweeps in more depth (eight dtypes, gradients, the fallback report). Run by
 hand; docs/COVERAGE.md gives the last pass counts and the command:
 
