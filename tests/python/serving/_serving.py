@@ -46,12 +46,21 @@ def communicate(proc, timeout: float) -> tuple[str, str]:
             proc.wait()
 
 
+_GIVEN: set[int] = set()
+
+
 def free_port() -> int:
+    """A free port on 127.0.0.1, never one this process was given before
+    (the kernel may hand a just-closed port out again)."""
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 class Proc:
