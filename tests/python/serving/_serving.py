@@ -130,16 +130,19 @@ class Proc:
         self.log.close()
 
 
-def vllm_serve(name: str, model: str, log_dir: str, *extra: str, env: dict | None = None) -> Proc:
-    """`vllm serve` of a tiny model on tpu, float32, eager, every fallback an
-    error (TORCH_PJRT_FALLBACK=error)."""
+def vllm_serve(name: str, model: str, log_dir: str, *extra: str, env: dict | None = None,
+               max_model_len: int = 512, kv_bytes: int = 16 << 20, eager: bool = True) -> Proc:
+    """`vllm serve` of a tiny model on tpu, float32, eager unless told (the
+    compiled engine compiles every token bucket at start-up), every fallback
+    an error (TORCH_PJRT_FALLBACK=error)."""
     port = free_port()
     cli = os.path.join(os.path.dirname(sys.executable), "vllm")
     cmd = [cli, "serve", model, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--max-model-len", "512", "--kv-cache-memory-bytes", str(16 << 20), "--enforce-eager",
-           "--max-num-seqs", "16", "--max-num-batched-tokens", "512", "--seed", "0",
+           "--max-model-len", str(max_model_len), "--kv-cache-memory-bytes", str(kv_bytes),
+           *(["--enforce-eager"] if eager else []), "--max-num-seqs", "16",
+           "--max-num-batched-tokens", str(max_model_len), "--seed", "0",
            "--enable-prefix-caching", *extra]
-    return Proc(name, cmd, port, log_dir, env=dict(env or {}, TORCH_PJRT_FALLBACK="error"))
+    return Proc(name, cmd, port, log_dir, env=dict({"TORCH_PJRT_FALLBACK": "error"}, **(env or {})))
 
 
 def vllm_router(log_dir: str, *args: str, name: str = "router") -> Proc:

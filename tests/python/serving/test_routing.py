@@ -153,8 +153,9 @@ def test_killing_a_replica_under_load(stack):
     assert time.time() - start < 240
     bad = [d for d in done if d[2][0] == "error" or (d[2][0] == "ok" and not d[2][1])]
     assert not bad, bad
-    # After the kill has settled, what is sent is served.
-    late = [d for d in done if d[1] > killed_at[0] + 5]
-    assert all(d[2][0] == "ok" for d in late), late
-    out = _complete(router.url, model, prompts[0])
-    assert out["choices"][0]["token_ids"] == expected[prompts[0]]
+    assert any(d[2][0] == "ok" for d in done if d[1] > killed_at[0]), done
+    # Then a second bounded batch: all of it served, by the remaining replica.
+    done.clear()
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, range(8)))
+    assert [d[2] for d in sorted(done)] == [("ok", True)] * 8
