@@ -1,12 +1,12 @@
 // Whole-storage in-place ops that update their storage in place: the op reads
 // the storage's buffer itself as operand 0 and its result replaces it, taking
 // over the old buffer's memory when the storage's box is its sole holder (see
-// src/exec/donate.h). Apart from common.h so that adding it rebuilt only the
+// src/exec/donate.h). A header of its own so that adding it rebuilt only the
 // files that use it.
 #ifndef TORCH_PJRT_INPLACE_H_
 #define TORCH_PJRT_INPLACE_H_
 
-#include "common.h"
+#include "tensor.h"
 
 namespace torch_pjrt {
 

@@ -3,11 +3,11 @@
 // (TensorIterator), channels_last stays channels_last. The result is computed
 // contiguous in that memory order, into a fresh storage, and the output is
 // that storage seen with the permuted strides: no copy, no extra launch.
-// Apart from common.h so that adding it rebuilt only the files that use it.
+// A header of its own so that adding it rebuilt only the files that use it.
 #ifndef TORCH_PJRT_LAYOUT_H_
 #define TORCH_PJRT_LAYOUT_H_
 
-#include "common.h"
+#include "tensor.h"
 
 namespace torch_pjrt {
 

@@ -3,6 +3,7 @@
 // guards them.
 #pragma once
 
+#include "tensor.h"
 #include <ATen/ATen.h>
 
 #include <vector>

@@ -11,7 +11,10 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "common.h"
+#include "allocator.h"
+#include "graph.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "generator.h"
 #include "rt/reap.h"
 #include "storage_dtypes.h"

@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common.h"
+#include "allocator.h"
+#include "runtime.h"
+#include "tensor.h"
 
 extern "C" {
 #include "rt/track.h"

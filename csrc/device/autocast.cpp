@@ -18,7 +18,8 @@
 
 #include <algorithm>
 
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 
 namespace torch_pjrt {
 namespace {

@@ -8,7 +8,8 @@
 
 #include <atomic>
 
-#include "common.h"
+#include "fork.h"
+#include "runtime.h"
 
 namespace torch_pjrt {
 namespace {

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-#include "common.h"
+#include "runtime.h"
 
 namespace torch_pjrt {
 

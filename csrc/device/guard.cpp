@@ -3,7 +3,9 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include "common.h"
+#include "allocator.h"
+#include "pinned.h"
+#include "runtime.h"
 #include "generator.h"
 #include "stream.h"
 

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common.h"
+#include "tensor.h"
 #include "layout.h"
 #include "storage_dtypes.h"
 

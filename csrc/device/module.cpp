@@ -3,7 +3,9 @@
 
 #include <map>
 
-#include "common.h"
+#include "allocator.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "create_options.h"
 #include "rt/open.h"
 #include "inplace.h"

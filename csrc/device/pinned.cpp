@@ -13,7 +13,7 @@
 #include <map>
 #include <mutex>
 
-#include "common.h"
+#include "pinned.h"
 
 namespace torch_pjrt {
 namespace {

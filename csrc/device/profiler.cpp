@@ -52,7 +52,7 @@ class TORCH_API PrivateUse1ProfilerRegistry {
 
 #include <cstdlib>
 
-#include "common.h"
+#include "runtime.h"
 #include "rt/track.h"
 
 namespace torch_pjrt {

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "common.h"
+#include "allocator.h"
+#include "fork.h"
+#include "runtime.h"
 #include "create_options.h"
 #include "rt/open.h"
 
@@ -151,7 +153,6 @@ void set_create_options(std::vector<CreateOption> options) {
   g_create_options = std::move(options);
 }
 
-void check_not_forked();  // fork.cpp
 
 tpj_rt_t* rt() {
   check_not_forked();

@@ -25,7 +25,8 @@
 #include <cstring>
 #include <string>
 
-#include "common.h"
+#include "ops/fallback.h"
+#include "tensor.h"
 #include "storage_dtypes.h"
 
 namespace torch_pjrt {

@@ -12,7 +12,7 @@
 
 #include <atomic>
 
-#include "common.h"
+#include "runtime.h"
 #include "rt/track.h"
 
 namespace torch_pjrt {

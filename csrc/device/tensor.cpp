@@ -9,7 +9,11 @@
 #include <cstring>
 #include <mutex>
 
-#include "common.h"
+#include "allocator.h"
+#include "graph.h"
+#include "ops/copy.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "exec/donate.h"
 #include "inplace.h"
 #include "layout.h"
@@ -562,7 +566,6 @@ at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRe
   return out;
 }
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 
 bool index_bounds(const at::Tensor& index, int64_t* lo, int64_t* hi) {
   if (index.numel() == 0) return false;

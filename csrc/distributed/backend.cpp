@@ -13,6 +13,9 @@
 #include <mutex>
 #include <thread>
 
+#include "allocator.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "distributed/dist.h"
 
 extern "C" {

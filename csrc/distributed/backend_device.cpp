@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "allocator.h"
+#include "tensor.h"
 #include "distributed/dist.h"
 
 namespace torch_pjrt {

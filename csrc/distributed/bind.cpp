@@ -3,6 +3,7 @@
 // ranks of an XLA-transport group over devices of this process.
 #include <torch/extension.h>
 
+#include "runtime.h"
 #include "distributed/dist.h"
 
 extern "C" {

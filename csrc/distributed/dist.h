@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-#include "common.h"
+#include "tensor.h"
 
 extern "C" {
 #include "dist/transport.h"

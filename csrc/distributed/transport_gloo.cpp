@@ -4,6 +4,7 @@
 // call). Operands are host bytes the c10d layer has already downloaded.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "tensor.h"
 #include "distributed/dist.h"
 
 namespace torch_pjrt {

@@ -14,7 +14,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "layout.h"
 #include "glue.h"
 #include <ATen/WrapDimUtils.h>
@@ -29,7 +30,6 @@
 
 namespace torch_pjrt {
 
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
 
 namespace {
 

@@ -13,7 +13,12 @@
 #include <cmath>
 #include <limits>
 
-#include "common.h"
+#include "runtime.h"
+#include "tensor.h"
+
+extern "C" {
+#include "ops/paged.h"
+}
 
 namespace torch_pjrt {
 namespace {
@@ -305,50 +310,37 @@ std::tuple<Tensor, Tensor, Tensor> varlen_attn_backward(
 // XLA clamps an index out of range, so a device caller must build them right.
 constexpr const char* kPaged = "torch_pjrt::paged_attention";
 
-void check_index(const Tensor& t, const char* name, int64_t dims, int64_t lo, int64_t hi) {
-  TORCH_CHECK(t.dim() == dims, kPaged, ": ", name, " must be ", dims, "-D, got shape ", t.sizes());
-  TORCH_CHECK(t.scalar_type() == at::kInt || t.scalar_type() == at::kLong, kPaged, ": ", name,
-              " must be int32 or int64, got ", t.scalar_type());
+// The values of a host index tensor lie in [lo, hi) (a device one is taken
+// as it is: XLA clamps an index out of range, so a device caller must build
+// them right).
+void check_index_values(const Tensor& t, const char* name, int64_t lo, int64_t hi) {
   if (!t.device().is_cpu() || t.numel() == 0) return;
   int64_t mn = t.min().item<int64_t>(), mx = t.max().item<int64_t>();
   TORCH_CHECK_INDEX(mn >= lo && mx < hi, kPaged, ": ", name, " has values in [", mn, ", ", mx,
                     "], outside [", lo, ", ", hi, ")");
 }
 
+tpj_paged_operand_t paged_operand(const Tensor& t) {
+  return {to_tpj_dtype(t.scalar_type()), c10::toString(t.scalar_type()),
+          static_cast<int>(t.dim()), t.sizes().data()};
+}
+
 Tensor paged_attention(const Tensor& q, const Tensor& cache, const Tensor& tile_blocks,
                        const Tensor& row_token, const Tensor& row_pos, const Tensor& token_row,
                        double scale, std::optional<double> soft_cap, std::optional<int64_t> window,
                        int64_t chunk_blocks) {
-  TORCH_CHECK(q.dim() == 3, kPaged, ": query must be (tokens, heads, head_size), got shape ",
-              q.sizes());
-  TORCH_CHECK(cache.dim() == 4, kPaged,
-              ": kv_cache must be (blocks, block_size, kv_heads, 2 * head_size), got shape ",
-              cache.sizes());
-  TORCH_CHECK(at::isFloatingType(q.scalar_type()) && at::isFloatingType(cache.scalar_type()),
-              kPaged, ": query and kv_cache must be floating, got ", q.scalar_type(), " and ",
-              cache.scalar_type());
-  TORCH_CHECK(cache.size(3) == 2 * q.size(2), kPaged, ": kv_cache's last dim (", cache.size(3),
-              ") must be twice the head size (", q.size(2), ")");
-  TORCH_CHECK(cache.size(2) > 0 && q.size(1) % cache.size(2) == 0, kPaged, ": the query heads (",
-              q.size(1), ") must be a multiple of the kv heads (", cache.size(2), ")");
-  TORCH_CHECK(chunk_blocks >= 1, kPaged, ": chunk_blocks must be at least 1, got ", chunk_blocks);
-  TORCH_CHECK(tile_blocks.dim() == 2 && tile_blocks.size(0) >= 1 &&
-                  tile_blocks.size(1) % chunk_blocks == 0,
-              kPaged, ": tile_blocks must be (tiles, width) with width a multiple of chunk_blocks (",
-              chunk_blocks, "), got shape ", tile_blocks.sizes());
-  int64_t tiles = tile_blocks.size(0), rows = row_token.numel();
-  TORCH_CHECK(row_token.dim() == 1 && rows % tiles == 0 && row_pos.sizes() == row_token.sizes(),
-              kPaged, ": row_token and row_pos must be 1-D, of the same length, a multiple of the ",
-              tiles, " tiles; got shapes ", row_token.sizes(), " and ", row_pos.sizes());
-  TORCH_CHECK(token_row.dim() == 1 && token_row.size(0) == q.size(0), kPaged,
-              ": token_row must have one entry per query token (", q.size(0), "), got shape ",
-              token_row.sizes());
-  TORCH_CHECK(!window.has_value() || *window >= 1, kPaged, ": window must be positive, got ",
-              window.value_or(0));
-  check_index(tile_blocks, "tile_blocks", 2, 0, cache.size(0));
-  check_index(row_token, "row_token", 1, 0, std::max<int64_t>(q.size(0), 1));
-  check_index(row_pos, "row_pos", 1, -1, std::numeric_limits<int32_t>::max());
-  check_index(token_row, "token_row", 1, 0, rows);
+  // the shape contract, in C (src/ops/paged.h), which the lowering checks too
+  tpj_paged_call_t call = {paged_operand(q),         paged_operand(cache),
+                           paged_operand(tile_blocks), paged_operand(row_token),
+                           paged_operand(row_pos),   paged_operand(token_row),
+                           chunk_blocks,             window.has_value(),
+                           window.value_or(-1)};
+  TPJ_CHECK(tpj_ops_paged_attention_check(&call));
+  int64_t rows = row_token.numel();
+  check_index_values(tile_blocks, "tile_blocks", 0, cache.size(0));
+  check_index_values(row_token, "row_token", 0, std::max<int64_t>(q.size(0), 1));
+  check_index_values(row_pos, "row_pos", -1, std::numeric_limits<int32_t>::max());
+  check_index_values(token_row, "token_row", 0, rows);
   TORCH_CHECK(q.device().is_privateuseone(), kPaged, ": query must be on tpu, got ", q.device());
   // host index tensors (checked above) travel with the call
   Tensor idx[4] = {tile_blocks, row_token, row_pos, token_row};

@@ -23,7 +23,11 @@
 #include <utility>
 #include <vector>
 
-#include "common.h"
+#include "graph.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "layout.h"
 #include "ops/ops.h"
 

@@ -8,7 +8,8 @@
 #include <torch/library.h>
 #include <cstdlib>
 #include <sstream>
-#include "common.h"
+#include "ops/fallback.h"
+#include "tensor.h"
 #include "layout.h"
 #include "glue.h"
 

@@ -8,7 +8,12 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 
-#include "common.h"
+#include "allocator.h"
+#include "ops/copy.h"
+#include "ops/fallback.h"
+#include "pinned.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "layout.h"
 #include "storage_dtypes.h"
 

@@ -13,7 +13,10 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
-#include "common.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "dtype_check.h"
 #include "glue.h"
 #include <ATen/ExpandUtils.h>

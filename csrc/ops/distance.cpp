@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "common.h"
+#include "tensor.h"
 #include "dtype_check.h"
 #include "glue.h"
 

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <set>
 
-#include "common.h"
-#include "fallback.h"
+#include "ops/fallback.h"
+#include "ops/outform.h"
 
 namespace torch_pjrt {
 namespace {

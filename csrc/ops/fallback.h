@@ -1,14 +1,22 @@
 // What fallback.cpp shares with the glue that runs ops on the CPU itself or
-// feeds its boxed fallbacks (sparse.cpp, outform.cpp). The policy for dtype
-// fallbacks (dtype_fallback) and the counters are declared in common.h.
+// feeds its boxed fallbacks (sparse.cpp, outform.cpp): the counters, the
+// policy, and the dtype fallback of a kernel that runs CPU's kernel itself.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <c10/core/ScalarType.h>
+
 #include <string>
 
 namespace torch_pjrt {
+
+void count_fallback(const std::string& op);
+// A kernel that has no lowering for dtype t and is about to run op on the
+// CPU itself: honours TORCH_PJRT_FALLBACK (error raises NotImplementedError,
+// warn warns once per op) and counts op in fallbacks().
+void dtype_fallback(const char* op, at::ScalarType t);
 
 // The fallback policy, one place for every path that runs an op on the CPU
 // in place of a tpu lowering. With TORCH_PJRT_FALLBACK=error it raises
@@ -19,10 +27,6 @@ namespace torch_pjrt {
 // (slower; counted in ...)", without "slower; " when slower is false.
 void fallback_policy(const std::string& key, const std::string& refused,
                      const std::string& warned, bool slower);
-
-// outform.cpp: an out= overload whose functional form is native runs that;
-// false (nothing written) when it cannot.
-bool try_native_out_form(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // An op on a sparse COO tpu tensor run by PyTorch's CPU kernel on CPU copies
 // (counted as "<op> (sparse)"); results come back to tpu.

@@ -8,7 +8,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "ops/fallback.h"
+#include "tensor.h"
 
 namespace torch_pjrt {
 namespace {

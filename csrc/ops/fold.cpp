@@ -8,12 +8,14 @@
 #include <functional>
 #include <sstream>
 
-#include "common.h"
+#include "graph.h"
+#include "ops/copy.h"
+#include "ops/fallback.h"
+#include "tensor.h"
 #include "dtype_check.h"
 
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 
 namespace {
 

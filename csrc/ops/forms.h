@@ -7,7 +7,7 @@
 #ifndef TORCH_PJRT_FORMS_H_
 #define TORCH_PJRT_FORMS_H_
 
-#include "common.h"
+#include "ops/write.h"
 
 // aten.out(Tensor self, *, Tensor(a!) out)
 #define TPJ_FORMS_UNARY_OUT(aten, fn)                                                      \

@@ -11,7 +11,8 @@
 #include <initializer_list>
 #include <vector>
 
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "inplace.h"
 #include "layout.h"
 

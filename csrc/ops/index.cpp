@@ -20,20 +20,21 @@
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
-#include "common.h"
+#include "graph.h"
+#include "ops/copy.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "inplace.h"
 #include "glue.h"
 #include <string>
 #include "storage_dtypes.h"
 
 namespace torch_pjrt {
-void assign_overlapping(const at::Tensor& dst, const at::Tensor& result, const char* op);
 }  // namespace torch_pjrt
 
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);                                            // copy.cpp
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);  // ops.cpp
 namespace {
 
 using at::Scalar;
@@ -889,7 +890,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 namespace {
 
 using at::Tensor;

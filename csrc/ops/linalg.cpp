@@ -16,7 +16,10 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "ops/copy.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "dtype_check.h"
 #include "glue.h"
 #include <ATen/ExpandUtils.h>
@@ -443,7 +446,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 namespace {
 
 using at::Tensor;

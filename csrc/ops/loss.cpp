@@ -21,7 +21,9 @@
 #include <sstream>
 #include <string>
 
-#include "common.h"
+#include "graph.h"
+#include "ops/copy.h"
+#include "tensor.h"
 #include "dtype_check.h"
 #include "glue.h"
 #include "inplace.h"
@@ -29,7 +31,6 @@
 
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 namespace {
 
 using at::Scalar;
@@ -246,7 +247,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 namespace {
 
 using at::Tensor;

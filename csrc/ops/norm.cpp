@@ -8,7 +8,8 @@
 #include <ATen/ExpandUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "layout.h"
 #include "dtype_check.h"
 #include "glue.h"
@@ -23,7 +24,6 @@
 
 namespace torch_pjrt {
 
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
 namespace {
 
 using at::Tensor;

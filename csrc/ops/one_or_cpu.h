@@ -6,7 +6,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "common.h"
+#include "ops/fallback.h"
+#include "tensor.h"
 
 namespace torch_pjrt {
 

@@ -6,7 +6,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 
 namespace torch_pjrt {
 namespace {

@@ -52,8 +52,10 @@
 #include <optional>
 #include <string>
 
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "fallback.h"
+#include "ops/outform.h"
 
 namespace torch_pjrt {
 namespace {

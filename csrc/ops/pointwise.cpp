@@ -21,7 +21,9 @@
 
 #include <cstring>
 
-#include "common.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "dtype_check.h"
 #include "storage_dtypes.h"
 #include "inplace.h"
@@ -42,12 +44,6 @@
 
 namespace torch_pjrt {
 namespace {
-
-at::Tensor wrap(const at::Scalar& s) {
-  at::Tensor t = at::scalar_to_tensor(s);
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
 
 bool is_one(const at::Scalar& s) {
   if (s.isComplex()) return s.toComplexDouble() == c10::complex<double>(1.0, 0.0);
@@ -265,78 +261,15 @@ void check_lerp_shape(const at::Tensor& self, const at::Tensor& end, const at::T
               " doesn't match the broadcast shape ", at::IntArrayRef(sizes));
 }
 
-void write_into(const at::Tensor& dst, const at::Tensor& result, const char* op);
-
-// Writes result into dst (same device) as PyTorch's in-place and out= forms
-// do: the result must cast to dst's dtype and match its shape, and dst may
-// not have elements that share memory (TensorIterator's check; the few CPU
-// kernels that write through an expanded dst use assign_overlapping).
-void assign(const at::Tensor& dst, const at::Tensor& result, const char* op) {
-  at::assert_no_internal_overlap(dst);
-  write_into(dst, result, op);
-}
-
-void write_into(const at::Tensor& dst, const at::Tensor& result, const char* op) {
-  TORCH_CHECK(c10::canCast(result.scalar_type(), dst.scalar_type()), "result type ",
-              result.scalar_type(), " can't be cast to the desired output type ",
-              dst.scalar_type());
-  TORCH_CHECK(dst.sizes() == result.sizes(), "output with shape ", dst.sizes(),
-              " doesn't match the broadcast shape ", result.sizes());
-  TORCH_CHECK(dst.device() == result.device(), op, ": expected the output on ", result.device(),
-              ", got ", dst.device());
-  if (dst.numel() == 0) return;
-  if (same_memory_layout(dst, result)) {
-    tpj_box_set_buffer(box_for_write(dst), buffer_of(result).release());
-  } else {
-    write_view(dst, result);  // converts to dst's dtype on the device
-  }
-}
-
-// What TensorIterator checks before writing dst from inputs.
-void check_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs) {
-  at::assert_no_internal_overlap(dst);
-  for (const at::Tensor* t : inputs)
-    if (t->device() == dst.device()) at::assert_no_partial_overlap(dst, *t);
-}
-
 // An in-place form's end: nothing left to do when the storage was updated in
 // place (result is dst), else result is written into dst.
 at::Tensor& assign_unless_self(at::Tensor& dst, const at::Tensor& result, const char* op) {
-  if (!result.is_same(dst)) assign(dst, result, op);
+  if (!result.is_same(dst)) assign_result(dst, result, op);
   return dst;
-}
-
-at::Tensor& out_form(at::Tensor& out, const at::Tensor& result, const char* op) {
-  // An out= that had to be resized takes the result's layout, as
-  // TensorIterator restrides an out it resizes; one of the right shape
-  // keeps its own strides.
-  if (at::native::resize_output(out, result.sizes()) && !result.is_contiguous() &&
-      out.numel() == result.numel())
-    out.as_strided_(result.sizes(), result.strides());
-  assign(out, result, op);
-  return out;
 }
 
 }  // namespace
 
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op) {
-  assign(dst, result, op);
-}
-
-void assign_overlapping(const at::Tensor& dst, const at::Tensor& result, const char* op) {
-  write_into(dst, result, op);
-}
-
-// Shared with other op families through common.h.
-at::Tensor& out_result(at::Tensor& out, const at::Tensor& result, const char* op) {
-  return out_form(out, result, op);
-}
-
-void check_no_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs) {
-  check_overlap(dst, inputs);
-}
-
-at::Tensor wrap_scalar(const at::Scalar& s) { return wrap(s); }
 
 }  // namespace torch_pjrt
 
@@ -352,12 +285,12 @@ namespace tp = torch_pjrt;
     return tp::binary(op, a, b, kind);                                                       \
   });                                                                                        \
   m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                        \
-    tp::check_overlap(a, {&b});                                                              \
+    tp::check_no_overlap(a, {&b});                                                              \
     return tp::assign_unless_self(a, tp::binary(op, a, b, kind, nullptr, &a), op);           \
   });                                                                                        \
   m.impl(aten ".out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {           \
-    tp::check_overlap(o, {&a, &b});                                                          \
-    return tp::out_form(o, tp::binary(op, a, b, kind), op);                                  \
+    tp::check_no_overlap(o, {&a, &b});                                                          \
+    return tp::out_result(o, tp::binary(op, a, b, kind), op);                                  \
   });
 
 #define TPJ_ALPHA_FAMILY(aten, op)                                                           \
@@ -365,13 +298,13 @@ namespace tp = torch_pjrt;
     return tp::binary(op, a, b, Kind::kArith, &alpha);                                       \
   });                                                                                        \
   m.impl(aten "_.Tensor", [](Tensor& a, const Tensor& b, const Scalar& alpha) -> Tensor& {   \
-    tp::check_overlap(a, {&b});                                                              \
+    tp::check_no_overlap(a, {&b});                                                              \
     return tp::assign_unless_self(a, tp::binary(op, a, b, Kind::kArith, &alpha, &a), op);    \
   });                                                                                        \
   m.impl(aten ".out",                                                                        \
          [](const Tensor& a, const Tensor& b, const Scalar& alpha, Tensor& o) -> Tensor& {   \
-           tp::check_overlap(o, {&a, &b});                                                   \
-           return tp::out_form(o, tp::binary(op, a, b, Kind::kArith, &alpha), op);           \
+           tp::check_no_overlap(o, {&a, &b});                                                   \
+           return tp::out_result(o, tp::binary(op, a, b, Kind::kArith, &alpha), op);           \
          });
 
 #define TPJ_COMPARE_FAMILY(aten, op)                                                         \
@@ -379,27 +312,27 @@ namespace tp = torch_pjrt;
     return tp::binary(op ".Tensor", a, b, Kind::kCompare);                                   \
   });                                                                                        \
   m.impl(aten ".Scalar", [](const Tensor& a, const Scalar& b) {                              \
-    return tp::binary(op ".Scalar", a, tp::wrap(b), Kind::kCompare);                         \
+    return tp::binary(op ".Scalar", a, tp::wrap_scalar(b), Kind::kCompare);                         \
   });                                                                                        \
   m.impl(aten ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& o) -> Tensor& {    \
-    return tp::out_form(o, tp::binary(op ".Tensor", a, b, Kind::kCompare), op);              \
+    return tp::out_result(o, tp::binary(op ".Tensor", a, b, Kind::kCompare), op);              \
   });                                                                                        \
   m.impl(aten ".Scalar_out", [](const Tensor& a, const Scalar& b, Tensor& o) -> Tensor& {    \
-    return tp::out_form(o, tp::binary(op ".Scalar", a, tp::wrap(b), Kind::kCompare), op);    \
+    return tp::out_result(o, tp::binary(op ".Scalar", a, tp::wrap_scalar(b), Kind::kCompare), op);    \
   });
 
 #define TPJ_UNARY_FAMILY(aten, op, kind)                                                     \
   m.impl(aten, [](const Tensor& a) { return tp::unary(op, a, kind); });                      \
   m.impl(aten "_", [](Tensor& a) -> Tensor& {                                                \
-    tp::check_overlap(a, {});                                                                \
+    tp::check_no_overlap(a, {});                                                                \
     return tp::assign_unless_self(a, tp::unary(op, a, kind, &a), op);                        \
   });                                                                                        \
   m.impl(aten ".out", [](const Tensor& a, Tensor& o) -> Tensor& {                            \
     /* TensorIterator's unary_op: out's dtype is the input's (abs of complex aside) */        \
     TORCH_CHECK(kind != UKind::kSame || a.is_complex() || o.scalar_type() == a.scalar_type(),  \
                 "Found dtype ", o.scalar_type(), " but expected ", a.scalar_type());          \
-    tp::check_overlap(o, {&a});                                                              \
-    return tp::out_form(o, tp::unary(op, a, kind), op);                                      \
+    tp::check_no_overlap(o, {&a});                                                              \
+    return tp::out_result(o, tp::unary(op, a, kind), op);                                      \
   });
 
 }  // namespace
@@ -430,7 +363,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     if ((at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type())) &&
         !b.isComplex() && b.toDouble() == 2.0)
       return tp::binary("aten::mul.Tensor", a, a, Kind::kArith);
-    return tp::binary("aten::pow.Tensor_Scalar", a, tp::wrap(b), Kind::kArith);
+    return tp::binary("aten::pow.Tensor_Scalar", a, tp::wrap_scalar(b), Kind::kArith);
   });
   TPJ_COMPARE_FAMILY("eq", "aten::eq")
   TPJ_COMPARE_FAMILY("ne", "aten::ne")
@@ -460,39 +393,39 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return tp::addc("aten::addcmul", s, a, b, v);
   });
   m.impl("addcmul_", [](Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) -> Tensor& {
-    tp::check_overlap(s, {&a, &b});
-    tp::assign(s, tp::addc("aten::addcmul", s, a, b, v), "aten::addcmul_");
+    tp::check_no_overlap(s, {&a, &b});
+    tp::assign_result(s, tp::addc("aten::addcmul", s, a, b, v), "aten::addcmul_");
     return s;
   });
   m.impl("addcdiv", [](const Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) {
     return tp::addc("aten::addcdiv", s, a, b, v);
   });
   m.impl("addcdiv_", [](Tensor& s, const Tensor& a, const Tensor& b, const Scalar& v) -> Tensor& {
-    tp::check_overlap(s, {&a, &b});
-    tp::assign(s, tp::addc("aten::addcdiv", s, a, b, v), "aten::addcdiv_");
+    tp::check_no_overlap(s, {&a, &b});
+    tp::assign_result(s, tp::addc("aten::addcdiv", s, a, b, v), "aten::addcdiv_");
     return s;
   });
   m.impl("lerp.Scalar", [](const Tensor& s, const Tensor& e, const Scalar& w) {
-    return tp::lerp("aten::lerp.Scalar", s, e, tp::wrap(w));
+    return tp::lerp("aten::lerp.Scalar", s, e, tp::wrap_scalar(w));
   });
   m.impl("lerp.Tensor", [](const Tensor& s, const Tensor& e, const Tensor& w) {
     return tp::lerp("aten::lerp.Tensor", s, e, w);
   });
   m.impl("lerp_.Scalar", [](Tensor& s, const Tensor& e, const Scalar& w) -> Tensor& {
-    tp::check_overlap(s, {&e});
-    tp::check_lerp_shape(s, e, tp::wrap(w));
-    tp::assign(s, tp::lerp("aten::lerp.Scalar", s, e, tp::wrap(w)), "aten::lerp_");
+    tp::check_no_overlap(s, {&e});
+    tp::check_lerp_shape(s, e, tp::wrap_scalar(w));
+    tp::assign_result(s, tp::lerp("aten::lerp.Scalar", s, e, tp::wrap_scalar(w)), "aten::lerp_");
     return s;
   });
   m.impl("lerp_.Tensor", [](Tensor& s, const Tensor& e, const Tensor& w) -> Tensor& {
-    tp::check_overlap(s, {&e, &w});
+    tp::check_no_overlap(s, {&e, &w});
     tp::check_lerp_shape(s, e, w);
-    tp::assign(s, tp::lerp("aten::lerp.Tensor", s, e, w), "aten::lerp_");
+    tp::assign_result(s, tp::lerp("aten::lerp.Tensor", s, e, w), "aten::lerp_");
     return s;
   });
   m.impl("relu", [](const Tensor& a) { return tp::unary("aten::relu", a, UKind::kSame); });
   m.impl("relu_", [](Tensor& a) -> Tensor& {
-    tp::assign(a, tp::unary("aten::relu", a, UKind::kSame), "aten::relu");
+    tp::assign_result(a, tp::unary("aten::relu", a, UKind::kSame), "aten::relu");
     return a;
   });
 }
@@ -771,8 +704,6 @@ Tensor masked_fill_tensor(const Tensor& self, const Tensor& mask, const Tensor& 
 }  // namespace
 
 // In-place forms used by the ops above (assign lives in ops.cpp).
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
-void assign_overlapping(const at::Tensor& dst, const at::Tensor& result, const char* op);
 }  // namespace torch_pjrt
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

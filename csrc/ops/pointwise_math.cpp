@@ -19,7 +19,8 @@
 #include <string>
 #include <utility>
 
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "layout.h"
 #include "boxed.h"
 #include "forms.h"

@@ -9,7 +9,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "layout.h"
 #include "dtype_check.h"
 #include <ATen/native/Resize.h>
@@ -189,7 +191,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace torch_pjrt {
 
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
 namespace {
 
 using at::IntArrayRef;

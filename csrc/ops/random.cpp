@@ -12,13 +12,14 @@
 #include <limits>
 #include <mutex>
 
-#include "common.h"
+#include "graph.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "generator.h"
 #include <ATen/ATen.h>
 
 namespace torch_pjrt {
 
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
 
 namespace {
 

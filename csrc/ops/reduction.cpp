@@ -9,7 +9,10 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <algorithm>
-#include "common.h"
+#include "ops/copy.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "glue.h"
 #include <ATen/ExpandUtils.h>
 #include <string>
@@ -118,7 +121,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 namespace {
 
 using at::Tensor;
@@ -320,7 +322,6 @@ extern "C" {
 }
 namespace torch_pjrt {
 
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
 namespace {
 
 using at::OptionalIntArrayRef;

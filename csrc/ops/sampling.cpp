@@ -9,7 +9,8 @@
 #include <cstring>
 #include <ATen/ATen.h>
 #include <torch/library.h>
-#include "common.h"
+#include "ops/fallback.h"
+#include "tensor.h"
 #include "one_or_cpu.h"
 
 namespace torch_pjrt {

@@ -23,7 +23,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "common.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "dtype_check.h"
 #include "glue.h"
 #include "inplace.h"

@@ -11,7 +11,10 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "ops/copy.h"
+#include "ops/fallback.h"
+#include "ops/write.h"
+#include "tensor.h"
 #include "glue.h"
 #include <ATen/ExpandUtils.h>
 #include <string>
@@ -23,7 +26,6 @@
 
 namespace torch_pjrt {
 
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
 
 namespace {
 
@@ -444,7 +446,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 namespace {
 
 using at::Tensor;

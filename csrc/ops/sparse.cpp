@@ -96,7 +96,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "graph.h"
 #include "fallback.h"
 
 namespace torch_pjrt {

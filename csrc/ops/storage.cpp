@@ -12,7 +12,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "allocator.h"
+#include "runtime.h"
+#include "tensor.h"
 #include "storage_dtypes.h"
 #include <ATen/MetaFunctions.h>
 #include <ATen/ExpandUtils.h>

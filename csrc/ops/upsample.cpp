@@ -17,7 +17,9 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "common.h"
+#include "ops/copy.h"
+#include "ops/fallback.h"
+#include "tensor.h"
 #include "one_or_cpu.h"
 #include "glue.h"
 #include <c10/core/DeviceGuard.h>
@@ -191,7 +193,6 @@ m.impl("upsample_nearest1d", TORCH_FN(nearest1d));
 
 namespace torch_pjrt {
 
-at::Tensor to_host(const at::Tensor& src);  // copy.cpp
 namespace {
 
 using at::Scalar;

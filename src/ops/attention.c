@@ -19,10 +19,12 @@
  * backward recomputes the probabilities from the saved log-sum-exp, as
  * FlashAttention does. */
 #include <math.h>
+#include <stdio.h>
 
 #include "hlo/linalg.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
+#include "ops/paged.h"
 #include "ops/sugar.h"
 
 /* Per row t of a packed sequence cut by cu (N + 1 offsets, i64): which
@@ -250,11 +252,20 @@ void tpj_lower_paged_attention(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t row_tok = ctx->in[3], row_pos = ctx->in[4], tok_row = ctx->in[5];
   tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
   int64_t c = ctx->attrs[1], window = ctx->attrs[2], has_cap = ctx->attrs[3];
-  if (q.ndim != 3 || cache.ndim != 4 || tb.ndim != 2 || row_tok.ndim != 1 ||
-      row_pos.ndim != 1 || tok_row.ndim != 1 || c < 1 || tb.dims[1] % c != 0 ||
-      tb.dims[0] < 1 || row_tok.dims[0] % tb.dims[0] != 0 || row_pos.dims[0] != row_tok.dims[0] ||
-      cache.dims[2] < 1 || q.dims[1] % cache.dims[2] != 0 || cache.dims[3] != 2 * q.dims[2])
-    return (void)tpj_ops_fail_operands(ctx, kOp);
+  {
+    const tpj_hlo_value_t* vs[6] = {&q, &cache, &tb, &row_tok, &row_pos, &tok_row};
+    tpj_paged_operand_t ops[6];
+    for (int i = 0; i < 6; ++i)
+      ops[i] = (tpj_paged_operand_t){vs[i]->dtype, tpj_dtype_c10_name(vs[i]->dtype), vs[i]->ndim,
+                                     vs[i]->dims};
+    tpj_paged_call_t call = {ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], c, window != -1,
+                             window};
+    tpj_status_t st = tpj_ops_paged_attention_check(&call);
+    if (st) {
+      tpj_hlo_fail(b, st);
+      return;
+    }
+  }
   int64_t hq = q.dims[1], d = q.dims[2];
   int64_t bs = cache.dims[1], hk = cache.dims[2], g = hq / hk;
   int64_t np = tb.dims[0], w = tb.dims[1], t = row_tok.dims[0] / np, tg = t * g, ck = c * bs;
@@ -354,4 +365,89 @@ void tpj_lower_paged_attention(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                            rows, 3);
   o = tpj_hlo_emit_take(b, o, tok_row, 0);
   results[0] = tpj_hlo_emit_convert(b, o, ctx->outs[0].dtype);
+}
+
+/* ---- paged attention's shape contract (paged.h) ---------------------------- */
+
+#define TPJ_PAGED "torch_pjrt::paged_attention"
+
+/* "[a, b, c]", as PyTorch prints sizes */
+static const char* tpj_paged_dims(const tpj_paged_operand_t* t, char* buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < t->ndim && k < n; ++i)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+  return buf;
+}
+
+static tpj_status_t tpj_paged_index(const tpj_paged_operand_t* t, const char* name, int ndim) {
+  char s[160];
+  if (t->ndim != ndim)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, TPJ_PAGED ": %s must be %d-D, got shape %s",
+                           name, ndim, tpj_paged_dims(t, s, sizeof(s)));
+  if (t->dtype != TPJ_I32 && t->dtype != TPJ_I64)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, TPJ_PAGED ": %s must be int32 or int64, got %s",
+                           name, t->dtype_name);
+  return NULL;
+}
+
+tpj_status_t tpj_ops_paged_attention_check(const tpj_paged_call_t* c) {
+  char s[160], s2[160];
+  const tpj_paged_operand_t *q = &c->query, *kv = &c->kv_cache, *tb = &c->tile_blocks;
+  const tpj_paged_operand_t *rt = &c->row_token, *rp = &c->row_pos, *tr = &c->token_row;
+  if (q->ndim != 3)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": query must be (tokens, heads, head_size), got shape %s",
+                           tpj_paged_dims(q, s, sizeof(s)));
+  if (kv->ndim != 4)
+    return tpj_status_make(
+        TPJ_INVALID_ARGUMENT,
+        TPJ_PAGED ": kv_cache must be (blocks, block_size, kv_heads, 2 * head_size), got shape %s",
+        tpj_paged_dims(kv, s, sizeof(s)));
+  if (!tpj_dtype_is_float(q->dtype) || !tpj_dtype_is_float(kv->dtype))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": query and kv_cache must be floating, got %s and %s",
+                           q->dtype_name, kv->dtype_name);
+  if (kv->dims[3] != 2 * q->dims[2])
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": kv_cache's last dim (%lld) must be twice the head size "
+                           "(%lld)",
+                           (long long)kv->dims[3], (long long)q->dims[2]);
+  if (!(kv->dims[2] > 0 && q->dims[1] % kv->dims[2] == 0))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": the query heads (%lld) must be a multiple of the kv heads "
+                           "(%lld)",
+                           (long long)q->dims[1], (long long)kv->dims[2]);
+  if (c->chunk_blocks < 1)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": chunk_blocks must be at least 1, got %lld",
+                           (long long)c->chunk_blocks);
+  if (!(tb->ndim == 2 && tb->dims[0] >= 1 && tb->dims[1] % c->chunk_blocks == 0))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": tile_blocks must be (tiles, width) with width a multiple "
+                           "of chunk_blocks (%lld), got shape %s",
+                           (long long)c->chunk_blocks, tpj_paged_dims(tb, s, sizeof(s)));
+  int64_t tiles = tb->dims[0];
+  int64_t rows = 1;
+  for (int i = 0; i < rt->ndim; ++i) rows *= rt->dims[i];
+  int same = rp->ndim == rt->ndim;
+  for (int i = 0; same && i < rt->ndim; ++i) same = rp->dims[i] == rt->dims[i];
+  if (!(rt->ndim == 1 && rows % tiles == 0 && same))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": row_token and row_pos must be 1-D, of the same length, a "
+                           "multiple of the %lld tiles; got shapes %s and %s",
+                           (long long)tiles, tpj_paged_dims(rt, s, sizeof(s)),
+                           tpj_paged_dims(rp, s2, sizeof(s2)));
+  if (!(tr->ndim == 1 && tr->dims[0] == q->dims[0]))
+    return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                           TPJ_PAGED ": token_row must have one entry per query token (%lld), got "
+                           "shape %s",
+                           (long long)q->dims[0], tpj_paged_dims(tr, s, sizeof(s)));
+  if (c->has_window && c->window < 1)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, TPJ_PAGED ": window must be positive, got %lld",
+                           (long long)c->window);
+  TPJ_RETURN_IF_ERROR(tpj_paged_index(tb, "tile_blocks", 2));
+  TPJ_RETURN_IF_ERROR(tpj_paged_index(rt, "row_token", 1));
+  TPJ_RETURN_IF_ERROR(tpj_paged_index(rp, "row_pos", 1));
+  return tpj_paged_index(tr, "token_row", 1);
 }

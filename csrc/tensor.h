@@ -1,10 +1,9 @@
-// torch_pjrt C++ glue: what PyTorch's dispatcher demands in C++, and nothing
-// else. Op semantics live in the C core (src/); this layer maps tensors to
-// storage boxes and views, and tpj_status_t to c10 exceptions.
+// The tensor <-> C core bridge every room shares (device/tensor.cpp): a tpu
+// tensor's box, buffer and view, dtypes, the operands of an op call
+// (OpArgs) and running a table op (run_op) into new outputs.
 #pragma once
 
 #include <ATen/ATen.h>
-#include <c10/core/Allocator.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
@@ -19,53 +18,6 @@ extern "C" {
 }
 
 namespace torch_pjrt {
-
-// The one bridge from tpj_status_t to a c10 exception. Frees the status.
-[[noreturn]] void throw_status(tpj_status_t s, const char* context);
-
-#define TPJ_CHECK(expr)                                        \
-  do {                                                         \
-    tpj_status_t tpj_s_ = (expr);                              \
-    if (tpj_s_) ::torch_pjrt::throw_status(tpj_s_, __func__);  \
-  } while (0)
-
-// ---- runtime (runtime.cpp) -------------------------------------------------
-
-// Records which plugin to open; the open itself happens on first use.
-// error: when non-empty, no plugin was found and every use raises it.
-void configure(const std::string& plugin_path, int cpu_devices, const std::string& error);
-// Where compiled executables are kept across processes ("" turns it off).
-void set_cache_dir(const std::string& dir);
-// The runtime, opened on first call; raises when there is no plugin.
-tpj_rt_t* rt();
-tpj_exec_t* exec();
-// Device count without raising (0 when the plugin cannot be opened).
-int device_count_noexcept();
-bool is_initialized();
-// Raises "invalid device ordinal" for an index out of range.
-void check_device_index(int64_t index);
-int current_device();
-void set_current_device(int index);
-
-// ---- storage (allocator.cpp) -----------------------------------------------
-
-c10::Allocator* allocator();
-// The box behind a tpu tensor's storage (never NULL for a tpu tensor).
-tpj_box_t* box_of(const at::Tensor& t);
-tpj_box_t* box_of(const c10::Storage& s);
-// The box a write into t installs its buffer in. A copy-on-write storage (a
-// lazy clone shares its source's box) first gets a box of its own, as a CPU
-// kernel's mutable_data_ptr() materialises it: writing one never changes
-// the other.
-tpj_box_t* box_for_write(const at::Tensor& t);
-// Makes the storage nbytes long, keeping its first min(old, new) bytes.
-void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
-
-// ---- pinned host memory (pinned.cpp) ---------------------------------------
-c10::Allocator* pinned_allocator();
-bool is_pinned(const void* data);
-
-// ---- tensors <-> the C core (tensor.cpp) -----------------------------------
 
 tpj_dtype_t to_tpj_dtype(at::ScalarType t);
 // The ScalarType of a dtype the lowerings compute in (bool .. complex128).
@@ -162,48 +114,10 @@ at::Tensor to_meta(const at::Tensor& t);
 // sizes), computed on t's device.
 at::Tensor materialize(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef sizes);
 
-// ---- graph capture (graph.cpp) ---------------------------------------------
-// True while torch.compile traces a graph: ops record instead of running, and
-// glue that would read a tensor on the host (index validation) must not.
-bool tracing();
-// While this thread traces a graph, or runs eager ops with deferred index
-// checks on (set_deferred_index_checks): records a device-side check that
-// every value of the tpu tensor index lies in [lo, hi); a run where one does
-// not fails the next wait on the device with message (an index out of range
-// would otherwise be clamped silently). True when recorded (the caller
-// skips its host check, which would wait for the values).
-bool defer_index_check(const at::Tensor& index, int64_t lo, int64_t hi,
-                       const std::string& message);
-// This thread's eager index checks: on the host, waiting for the index's
-// values (false, the default), or deferred to the device like a compiled
-// graph's (true). Returns the previous setting.
-bool set_deferred_index_checks(bool on);
-// The graph parameter standing for a CPU 0-d input of the graph being traced
-// (borrowed), or NULL: such a scalar changes per call and must not be baked in.
-tpj_rt_buffer_t* traced_scalar(const at::Tensor& t);
-// ---- in-place and out= forms of elementwise ops (ops.cpp) ------------------
-
-// Writes result into dst as PyTorch's in-place forms do (castable dtype,
-// same shape; buffer sharing or tpj::write_view).
-void assign_result(const at::Tensor& dst, const at::Tensor& result, const char* op);
-// The out= form: resizes out like at::native::resize_output, then assigns.
-at::Tensor& out_result(at::Tensor& out, const at::Tensor& result, const char* op);
-// What TensorIterator checks before writing dst from inputs (no internal or
-// partial overlap).
-void check_no_overlap(const at::Tensor& dst, std::initializer_list<const at::Tensor*> inputs);
-// A Python number as a wrapped 0-d CPU tensor (weak in type promotion).
-at::Tensor wrap_scalar(const at::Scalar& s);
 // The smallest and largest value of an integer index tensor, read on the
 // host (one wait for a tpu tensor); false when it is empty. Glue checks
 // indices with it before launching: XLA clamps an out-of-range gather index
 // and drops an out-of-range scatter update, both silent wrong answers.
 bool index_bounds(const at::Tensor& index, int64_t* lo, int64_t* hi);
-
-// ---- fallbacks (fallback.cpp) ----------------------------------------------
-void count_fallback(const std::string& op);
-// A kernel that has no lowering for dtype t and is about to run op on the
-// CPU itself: honours TORCH_PJRT_FALLBACK (error raises NotImplementedError,
-// warn warns once per op) and counts op in fallbacks().
-void dtype_fallback(const char* op, at::ScalarType t);
 
 }  // namespace torch_pjrt
