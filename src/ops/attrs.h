@@ -1,0 +1,87 @@
+/* ops/attrs: the attribute layouts of the lowerings that are not descriptor
+ * rows, one struct per layout, so that the glue writing a call's attributes
+ * (csrc/ops/<family>.cpp) and the lowering reading them name the same
+ * fields. Every field is an int64_t: a struct overlays the call's int64
+ * attribute words (tpj_op_ctx_t.attrs) exactly, in field order, and those
+ * words are part of the executable cache's key. A lowering reads its layout
+ * with TPJ_ATTRS(ctx, type) (ops/desc.h). */
+#ifndef TPJ_OPS_ATTRS_H_
+#define TPJ_OPS_ATTRS_H_
+
+#include <stdint.h>
+
+#include "ops/desc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The number of attribute words a layout fills (its flexible tail left out). */
+#define TPJ_ATTRS_WORDS(type) ((int)(sizeof(type) / sizeof(int64_t)))
+
+
+/* ---- norm (ops/norm.c) -------------------------------------------------- */
+
+/* native_batch_norm. in: x, [weight], [bias], [running_mean, running_var],
+ * momentum, eps. */
+typedef struct {
+  int64_t compute;     /* tpj_dtype_t the statistics are computed in */
+  int64_t training;    /* batch statistics (else the running ones) */
+  int64_t has_weight;
+  int64_t has_bias;
+  int64_t has_running; /* running_mean and running_var are operands */
+} tpj_attrs_batch_norm_t;
+
+/* native_batch_norm_backward. in: grad_out, x, [weight], mean,
+ * var_or_invstd, eps. */
+typedef struct {
+  int64_t compute;
+  int64_t training;  /* mean and invstd saved by training (else running stats) */
+  int64_t has_weight;
+  int64_t mask[3];   /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_batch_norm_backward_t;
+
+/* native_group_norm: x (N, C, *) seen as (N, group, C/group * HxW). in: x,
+ * [weight], [bias], eps. */
+typedef struct {
+  int64_t compute;
+  int64_t n;
+  int64_t c;
+  int64_t hxw; /* the product of x's dims past the channel dim */
+  int64_t group;
+  int64_t has_weight;
+  int64_t has_bias;
+} tpj_attrs_group_norm_t;
+
+/* native_group_norm_backward. in: grad_out, x, mean, rstd, [weight]. */
+typedef struct {
+  int64_t compute;
+  int64_t n;
+  int64_t c;
+  int64_t hxw;
+  int64_t group;
+  int64_t has_weight;
+  int64_t mask[3]; /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_group_norm_backward_t;
+
+/* native_layer_norm. in: x, [weight], [bias], eps. */
+typedef struct {
+  int64_t compute;
+  int64_t axis; /* the first normalized dim */
+  int64_t has_weight;
+  int64_t has_bias;
+} tpj_attrs_layer_norm_t;
+
+/* native_layer_norm_backward. in: grad_out, x, mean, rstd, [weight]. */
+typedef struct {
+  int64_t compute;
+  int64_t axis;
+  int64_t has_weight;
+  int64_t has_bias; /* 0: the backward reads no bias */
+  int64_t mask[3];  /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_layer_norm_backward_t;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPJ_OPS_ATTRS_H_ */
