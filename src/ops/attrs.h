@@ -81,6 +81,70 @@ typedef struct {
   int64_t mask[3];  /* output mask: grad input, grad weight, grad bias */
 } tpj_attrs_layer_norm_backward_t;
 
+/* ---- sort (ops/sort.c) -------------------------------------------------- */
+
+/* aten::sort.stable */
+typedef struct {
+  int64_t dim; /* wrapped */
+  int64_t descending;
+} tpj_attrs_sort_t;
+
+/* aten::topk; the result is always sorted */
+typedef struct {
+  int64_t k;
+  int64_t dim; /* wrapped */
+  int64_t largest;
+} tpj_attrs_topk_t;
+
+/* aten::kthvalue */
+typedef struct {
+  int64_t k;   /* 1-based, checked by the glue */
+  int64_t dim; /* wrapped */
+} tpj_attrs_kthvalue_t;
+
+/* One dim to select along: median, max/min (with and without dim),
+ * argmax/argmin, mode, tpj::unique_consecutive_count. */
+typedef struct {
+  int64_t dim; /* wrapped; -1: all elements, flattened (mode: never -1) */
+} tpj_attrs_select_t;
+
+/* aten::cumsum, cumprod, _logcumsumexp */
+typedef struct {
+  int64_t dim;     /* wrapped */
+  int64_t compute; /* tpj_dtype_t (float32 for half outputs); 0: the output's */
+} tpj_attrs_scan_t;
+
+/* aten::nanmedian, nanmedian.dim */
+typedef struct {
+  int64_t dim; /* wrapped; -1: all elements, flattened */
+  /* the index CPU's kernel reports for a slice of NaNs only
+   * (std::nth_element's choice, from the slice length; the glue computes it) */
+  int64_t nan_index;
+} tpj_attrs_nanmedian_t;
+
+/* aten::unique_consecutive */
+typedef struct {
+  int64_t dim;  /* wrapped; -1: flattened */
+  int64_t runs; /* the run count, from tpj::unique_consecutive_count */
+} tpj_attrs_unique_consecutive_t;
+
+/* tpj::complex_scan (cumsum / cumprod of complex values) */
+typedef struct {
+  int64_t dim;     /* wrapped */
+  int64_t product; /* 1: cumprod, 0: cumsum */
+} tpj_attrs_complex_scan_t;
+
+/* aten::_cummax_helper, _cummin_helper */
+typedef struct {
+  int64_t dim; /* wrapped */
+  int64_t is_max;
+} tpj_attrs_cummaxmin_t;
+
+/* aten::isin.Tensor_Tensor */
+typedef struct {
+  int64_t invert;
+} tpj_attrs_isin_t;
+
 #ifdef __cplusplus
 }
 #endif
