@@ -145,6 +145,47 @@ typedef struct {
   int64_t invert;
 } tpj_attrs_isin_t;
 
+/* ---- shape (ops/shape.c) ------------------------------------------------ */
+
+/* aten::cat */
+typedef struct {
+  int64_t dim; /* wrapped */
+} tpj_attrs_cat_t;
+
+/* aten::channel_shuffle */
+typedef struct {
+  int64_t groups;
+} tpj_attrs_channel_shuffle_t;
+
+/* aten::tril, triu: keep col - row <= diagonal (tril) or >= (triu) */
+typedef struct {
+  int64_t diagonal;
+} tpj_attrs_tri_t;
+
+/* aten::flip's attributes are a plain list, the dims to reverse (wrapped,
+ * distinct), ctx->nattrs of them; aten::constant_pad_nd's are PyTorch's
+ * pads (pairs, the last dim first; negative pads crop). */
+
+/* aten::roll */
+typedef struct {
+  int64_t n; /* dims rolled; 0: the flattened tensor */
+  /* n shifts, then n wrapped dims; n == 0: the one shift */
+  int64_t shifts_dims[];
+} tpj_attrs_roll_t;
+
+/* reflection_pad / replication_pad (1d, 2d, 3d) */
+typedef struct {
+  int64_t reflect; /* 1: reflection, 0: replication */
+  int64_t pads[];  /* PyTorch's pads (pairs, the last dim first), nattrs - 1 */
+} tpj_attrs_edge_pad_t;
+
+/* their backward */
+typedef struct {
+  int64_t reflect;
+  int64_t compute; /* tpj_dtype_t */
+  int64_t pads[];  /* nattrs - 2 */
+} tpj_attrs_edge_pad_backward_t;
+
 #ifdef __cplusplus
 }
 #endif
