@@ -186,6 +186,62 @@ typedef struct {
   int64_t pads[];  /* nattrs - 2 */
 } tpj_attrs_edge_pad_backward_t;
 
+/* ---- index (ops/index.c, ops/index_gather.c) ---------------------------- */
+
+/* How a scatter combines an update with what is there. */
+typedef enum {
+  TPJ_SCATTER_SET = 0,
+  TPJ_SCATTER_SUM = 1,
+  TPJ_SCATTER_PROD = 2,
+  TPJ_SCATTER_MEAN = 3,
+  TPJ_SCATTER_AMAX = 4,
+  TPJ_SCATTER_AMIN = 5,
+} tpj_scatter_mode_t;
+
+/* aten::index_select, aten::gather */
+typedef struct {
+  int64_t dim; /* wrapped */
+} tpj_attrs_index_dim_t;
+
+/* aten::embedding_dense_backward */
+typedef struct {
+  int64_t padding_idx; /* < 0: none */
+  int64_t compute;     /* tpj_dtype_t the rows are summed in */
+} tpj_attrs_embedding_backward_t;
+
+/* the scatter family (scatter, scatter_add, scatter_reduce) */
+typedef struct {
+  int64_t dim;  /* wrapped */
+  int64_t mode; /* tpj_scatter_mode_t */
+  int64_t include_self;
+} tpj_attrs_scatter_t;
+
+/* aten::index.Tensor and aten::take's attributes are a plain list: the dims
+ * the index tensors index, ascending, one per index tensor. */
+
+/* aten::index_put */
+typedef struct {
+  int64_t accumulate;
+  int64_t dims[]; /* the indexed dims, ascending, one per index tensor */
+} tpj_attrs_index_put_t;
+
+/* index_add, index_copy, index_fill */
+typedef struct {
+  int64_t dim;  /* wrapped */
+  int64_t mode; /* TPJ_SCATTER_SET or TPJ_SCATTER_SUM */
+} tpj_attrs_index_along_t;
+
+/* tpj::index_out_of_range: true when some index lies outside [lo, hi) */
+typedef struct {
+  int64_t lo;
+  int64_t hi;
+} tpj_attrs_index_range_t;
+
+/* aten::nonzero_static */
+typedef struct {
+  int64_t fill_value; /* the rows past the nonzero elements */
+} tpj_attrs_nonzero_static_t;
+
 #ifdef __cplusplus
 }
 #endif
