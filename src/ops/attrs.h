@@ -19,6 +19,10 @@ extern "C" {
 /* The number of attribute words a layout fills (its flexible tail left out). */
 #define TPJ_ATTRS_WORDS(type) ((int)(sizeof(type) / sizeof(int64_t)))
 
+/* The layout of the lowerings whose one attribute is the compute dtype. */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t (float32 for the half types, as CPU accumulates) */
+} tpj_attrs_compute_t;
 
 /* ---- norm (ops/norm.c) -------------------------------------------------- */
 
@@ -241,6 +245,59 @@ typedef struct {
 typedef struct {
   int64_t fill_value; /* the rows past the nonzero elements */
 } tpj_attrs_nonzero_static_t;
+
+/* ---- pool (ops/pool.c; the 2-D pools in ops/conv.c) -------------------- */
+
+/* aten::max_pool2d_with_indices */
+typedef struct {
+  int64_t kernel[2]; /* (h, w), as the other pairs */
+  int64_t stride[2];
+  int64_t padding[2];
+  int64_t dilation[2];
+} tpj_attrs_max_pool2d_t;
+
+/* aten::avg_pool2d and its backward */
+typedef struct {
+  int64_t kernel[2];
+  int64_t stride[2];
+  int64_t padding[2];
+  int64_t count_include_pad;
+  int64_t divisor_override; /* 0: none */
+  int64_t compute;          /* tpj_dtype_t */
+} tpj_attrs_avg_pool2d_t;
+
+/* max_pool2d_with_indices_backward, _adaptive_avg_pool2d and its backward:
+ * tpj_attrs_compute_t. */
+
+/* aten::max_pool3d_with_indices */
+typedef struct {
+  int64_t nsp;       /* spatial dims */
+  int64_t windows[]; /* nsp each of kernel, stride, padding, dilation */
+} tpj_attrs_max_pool_t;
+
+/* aten::avg_pool3d and its backward */
+typedef struct {
+  int64_t nsp;
+  /* nsp each of kernel, stride, padding, then tpj_attrs_avg_pool_end_t */
+  int64_t windows[];
+} tpj_attrs_avg_pool_t;
+typedef struct {
+  int64_t count_include_pad;
+  int64_t divisor_override; /* 0: none */
+  int64_t compute;          /* tpj_dtype_t */
+} tpj_attrs_avg_pool_end_t;
+
+/* adaptive_max_pool2d / 3d */
+typedef struct {
+  int64_t nsp;
+} tpj_attrs_adaptive_max_pool_t;
+
+/* The backward of max_pool3d and of the adaptive max pools (the indices say
+ * where), _adaptive_avg_pool3d and its backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t nsp;
+} tpj_attrs_pool_planes_t;
 
 #ifdef __cplusplus
 }
