@@ -299,6 +299,26 @@ typedef struct {
   int64_t nsp;
 } tpj_attrs_pool_planes_t;
 
+/* ---- conv (ops/conv.c) -------------------------------------------------- */
+
+/* aten::convolution and convolution_backward: this head, nsp each of
+ * stride, padding, dilation, output_padding (windows[]), then
+ * tpj_attrs_conv_bias_t (forward) or tpj_attrs_conv_mask_t (backward). */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t transposed;
+  int64_t groups;
+  int64_t nsp; /* spatial dims, 1 to 3 */
+  int64_t windows[];
+} tpj_attrs_conv_t;
+typedef struct {
+  int64_t has_bias; /* the bias is in[2] */
+  int64_t zero[2];
+} tpj_attrs_conv_bias_t;
+typedef struct {
+  int64_t mask[3]; /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_conv_mask_t;
+
 #ifdef __cplusplus
 }
 #endif

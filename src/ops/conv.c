@@ -16,33 +16,34 @@ static int tpj_conv_bad(tpj_op_ctx_t* ctx, const char* op) {
 }
 
 /* ---- convolution ---------------------------------------------------------
- * attrs: [0] compute dtype, [1] transposed, [2] groups, [3] nsp, then nsp
- * each of stride, padding, dilation, output_padding, then three flags:
- * forward: has_bias; backward: output_mask. */
+ * attrs: tpj_attrs_conv_t, its windows, then three flags:
+ * tpj_attrs_conv_bias_t (forward) or tpj_attrs_conv_mask_t (backward). */
 typedef struct {
   tpj_dtype_t cd;
   int transposed, nsp;
   int64_t groups;
   int64_t stride[TPJ_SP], pad[TPJ_SP], dil[TPJ_SP], opad[TPJ_SP];
-  int flag[3];
+  const int64_t* flags; /* the attributes past the windows (the three flags) */
 } tpj_conv_params_t;
 
 static int tpj_conv_params(tpj_op_ctx_t* ctx, int nin, tpj_conv_params_t* p, const char* op) {
-  if (ctx->nin < nin || ctx->nattrs < 4) return tpj_conv_bad(ctx, op);
-  p->cd = (tpj_dtype_t)ctx->attrs[0];
-  p->transposed = (int)ctx->attrs[1];
-  p->groups = ctx->attrs[2];
-  p->nsp = (int)ctx->attrs[3];
-  if (p->nsp < 1 || p->nsp > TPJ_SP || ctx->nattrs < 4 + 4 * p->nsp + 3 || p->groups < 1)
+  int head = TPJ_ATTRS_WORDS(tpj_attrs_conv_t), tail = TPJ_ATTRS_WORDS(tpj_attrs_conv_mask_t);
+  if (ctx->nin < nin || ctx->nattrs < head) return tpj_conv_bad(ctx, op);
+  const tpj_attrs_conv_t* at = TPJ_ATTRS(ctx, tpj_attrs_conv_t);
+  p->cd = (tpj_dtype_t)at->compute;
+  p->transposed = (int)at->transposed;
+  p->groups = at->groups;
+  p->nsp = (int)at->nsp;
+  if (p->nsp < 1 || p->nsp > TPJ_SP || ctx->nattrs < head + 4 * p->nsp + tail || p->groups < 1)
     return tpj_conv_bad(ctx, op);
-  const int64_t* a = ctx->attrs + 4;
+  const int64_t* a = at->windows;
   for (int i = 0; i < p->nsp; ++i) {
     p->stride[i] = a[i];
     p->pad[i] = a[p->nsp + i];
     p->dil[i] = a[2 * p->nsp + i];
     p->opad[i] = a[3 * p->nsp + i];
   }
-  for (int i = 0; i < 3; ++i) p->flag[i] = (int)a[4 * p->nsp + i];
+  p->flags = a + 4 * p->nsp;
   return 1;
 }
 
@@ -161,12 +162,13 @@ static tpj_hlo_value_t tpj_bias_shape(tpj_hlo_builder_t* b, tpj_hlo_value_t bias
   return tpj_hlo_emit_broadcast_in_dim(b, bias, like->dims, like->ndim, bd);
 }
 
-/* aten::convolution: in[0] input, in[1] weight, in[2] bias (flag[0]). */
+/* aten::convolution: in[0] input, in[1] weight, in[2] bias (has_bias). */
 void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_conv_params_t p;
   if (!tpj_conv_params(ctx, 2, &p, "convolution")) return;
-  if (p.flag[0] && ctx->nin < 3) {
+  int has_bias = (int)((const tpj_attrs_conv_bias_t*)p.flags)->has_bias;
+  if (has_bias && ctx->nin < 3) {
     tpj_conv_bad(ctx, "convolution");
     return;
   }
@@ -175,7 +177,7 @@ void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t w = tpj_hlo_emit_convert(b, ctx->in[1], p.cd);
   tpj_hlo_value_t y = p.transposed ? tpj_conv_transposed(b, x, w, &p, o->dims + 2)
                                    : tpj_conv_forward(b, x, w, &p, o->dims + 2);
-  if (p.flag[0]) {
+  if (has_bias) {
     tpj_hlo_value_t bias = tpj_hlo_emit_convert(b, ctx->in[2], p.cd);
     y = tpj_hlo_emit_binary(b, "stablehlo.add", y, tpj_bias_shape(b, bias, &y));
   }
@@ -183,23 +185,24 @@ void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::convolution_backward: in[0] grad_output, in[1] input, in[2] weight;
- * flag[0..2] the output mask; one result per set flag, in order. */
+ * one result per set flag of the output mask, in order. */
 void tpj_lower_convolution_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_conv_params_t p;
   if (!tpj_conv_params(ctx, 3, &p, "convolution_backward")) return;
+  const int64_t* mask = ((const tpj_attrs_conv_mask_t*)p.flags)->mask;
   tpj_hlo_value_t gy = tpj_hlo_emit_convert(b, ctx->in[0], p.cd);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[1], p.cd);
   tpj_hlo_value_t w = tpj_hlo_emit_convert(b, ctx->in[2], p.cd);
   int n = 0;
-  if (p.flag[0]) {
+  if (mask[0]) {
     /* the transpose of the forward map, over its input */
     tpj_hlo_value_t gx = p.transposed ? tpj_conv_forward(b, gy, w, &p, x.dims + 2)
                                       : tpj_conv_transposed(b, gy, w, &p, x.dims + 2);
     results[n] = tpj_hlo_emit_convert(b, gx, ctx->outs[n].dtype);
     ++n;
   }
-  if (p.flag[1]) {
+  if (mask[1]) {
     /* a transposed conv is the transpose of a conv from gy to x, so its
      * weight gradient swaps the two roles */
     tpj_hlo_value_t gw = p.transposed ? tpj_conv_weight_grad(b, gy, x, &p, w.dims + 2)
@@ -207,7 +210,7 @@ void tpj_lower_convolution_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
     results[n] = tpj_hlo_emit_convert(b, gw, ctx->outs[n].dtype);
     ++n;
   }
-  if (p.flag[2]) {
+  if (mask[2]) {
     int64_t dims[TPJ_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < gy.ndim; ++i)
