@@ -27,6 +27,10 @@
 #include "inplace.h"
 #include "storage_dtypes.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 
 at::Tensor to_host(const at::Tensor& src);  // copy.cpp
@@ -60,6 +64,16 @@ void check_nll2d(const Tensor& self, const Tensor& target) {
               "match: target ", target.sizes(), ", input ", self.sizes());
 }
 
+tpj_attrs_nll_loss_t nll_attrs(int64_t compute, int64_t reduction, int64_t ignore_index,
+                               bool has_weight) {
+  tpj_attrs_nll_loss_t attrs{};
+  attrs.compute = compute;
+  attrs.reduction = reduction;
+  attrs.ignore_index = ignore_index;
+  attrs.has_weight = has_weight;
+  return attrs;
+}
+
 std::tuple<Tensor, Tensor> nll_loss2d_forward(const Tensor& self, const Tensor& target,
                                               const std::optional<Tensor>& weight,
                                               int64_t reduction, c10::SymInt ignore_index) {
@@ -79,7 +93,8 @@ std::tuple<Tensor, Tensor> nll_loss2d_forward(const Tensor& self, const Tensor& 
   a.tensor(self);
   a.tensor(on_device(target, dev));
   if (hw) a.tensor(on_device(*weight, dev));
-  run_op(op, dev.index(), a, {acc_dtype(self.scalar_type()), reduction, ig, hw}, {out, total});
+  run_op(op, dev.index(), a, attrs_of(nll_attrs(acc_dtype(self.scalar_type()), reduction, ig, hw)),
+         {out, total});
   return {out, total};
 }
 
@@ -102,7 +117,8 @@ Tensor nll_loss2d_backward(const Tensor& grad, const Tensor& self, const Tensor&
   a.tensor(on_device(target, dev));
   a.tensor(on_device(total_weight, dev));
   if (hw) a.tensor(on_device(*weight, dev));
-  run_op(op, dev.index(), a, {acc_dtype(self.scalar_type()), reduction, ig, hw}, {out});
+  run_op(op, dev.index(), a, attrs_of(nll_attrs(acc_dtype(self.scalar_type()), reduction, ig, hw)),
+         {out});
   return out;
 }
 
@@ -282,7 +298,8 @@ std::tuple<Tensor, Tensor> nll_loss_forward(const Tensor& self, const Tensor& ta
   a.tensor(self);
   a.tensor(on_device(target, self.device()));
   if (hw) a.tensor(on_device(*weight, self.device()));
-  run_op(op, self.device().index(), a, {to_tpj_dtype(cd), reduction, ig, hw}, {out, total});
+  run_op(op, self.device().index(), a, attrs_of(nll_attrs(to_tpj_dtype(cd), reduction, ig, hw)),
+         {out, total});
   return {out, total};
 }
 
@@ -307,7 +324,8 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& t
   a.tensor(on_device(target, self.device()));
   a.tensor(total_weight);
   if (hw) a.tensor(on_device(*weight, self.device()));
-  run_op(op, self.device().index(), a, {to_tpj_dtype(cd), reduction, ig, hw}, {out});
+  run_op(op, self.device().index(), a, attrs_of(nll_attrs(to_tpj_dtype(cd), reduction, ig, hw)),
+         {out});
   return out;
 }
 }  // namespace

@@ -319,6 +319,16 @@ typedef struct {
   int64_t mask[3]; /* output mask: grad input, grad weight, grad bias */
 } tpj_attrs_conv_mask_t;
 
+/* ---- loss (ops/loss.c) -------------------------------------------------- */
+
+/* nll_loss, nll_loss2d and their backward */
+typedef struct {
+  int64_t compute;   /* tpj_dtype_t */
+  int64_t reduction; /* 0 none, 1 mean, 2 sum */
+  int64_t ignore_index;
+  int64_t has_weight;
+} tpj_attrs_nll_loss_t;
+
 #ifdef __cplusplus
 }
 #endif
