@@ -162,6 +162,23 @@ Tensor margin_loss_shape(const Tensor& x, int64_t reduction, const Tensor& meta)
   return x.dim() <= 1 && reduction == 0 ? at::empty({}, meta.options()) : meta;
 }
 
+tpj_attrs_multi_margin_t multi_margin_attrs(at::ScalarType cd, int64_t reduction,
+                                            const Scalar& p, bool has_weight) {
+  tpj_attrs_multi_margin_t attrs{};
+  attrs.compute = to_tpj_dtype(cd);
+  attrs.reduction = reduction;
+  attrs.p = p.toLong();
+  attrs.has_weight = has_weight;
+  return attrs;
+}
+
+tpj_attrs_multilabel_margin_t multilabel_attrs(const Tensor& x, int64_t reduction) {
+  tpj_attrs_multilabel_margin_t attrs{};
+  attrs.compute = acc_dtype(x.scalar_type());
+  attrs.reduction = reduction;
+  return attrs;
+}
+
 Tensor multi_margin(const Tensor& x, const Tensor& t, const Scalar& p, const Scalar& margin,
                     const std::optional<Tensor>& w, int64_t reduction) {
   const char* op = "aten::multi_margin_loss";
@@ -185,7 +202,7 @@ Tensor multi_margin(const Tensor& x, const Tensor& t, const Scalar& p, const Sca
   a.tensor(on_device(t, dev));
   if (hw) a.tensor(on_device(*w, dev));
   a.scalar(margin, x.scalar_type(), dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), reduction, p.toLong(), hw}, {out});
+  run_op(op, dev.index(), a, attrs_of(multi_margin_attrs(cd, reduction, p, hw)), {out});
   return out;
 }
 
@@ -210,7 +227,7 @@ Tensor multi_margin_backward(const Tensor& g, const Tensor& x, const Tensor& t, 
   a.tensor(on_device(t, dev));
   if (hw) a.tensor(on_device(*w, dev));
   a.scalar(margin, x.scalar_type(), dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), reduction, p.toLong(), hw}, {out});
+  run_op(op, dev.index(), a, attrs_of(multi_margin_attrs(cd, reduction, p, hw)), {out});
   return out;
 }
 
@@ -230,7 +247,7 @@ std::tuple<Tensor, Tensor> multilabel_margin(const Tensor& x, const Tensor& t, i
   OpArgs a;
   a.tensor(x);
   a.tensor(on_device(t, dev));
-  run_op(op, dev.index(), a, {acc_dtype(x.scalar_type()), reduction}, {out, is_target});
+  run_op(op, dev.index(), a, attrs_of(multilabel_attrs(x, reduction)), {out, is_target});
   return {out, is_target};
 }
 
@@ -242,7 +259,7 @@ Tensor multilabel_margin_backward(const Tensor& g, const Tensor& x, const Tensor
   at::multilabel_margin_loss_forward(to_meta(x), to_meta(t), reduction);
   check_target_range(t, -1, x.dim() == 0 ? 1 : x.size(-1), "argument #2 'target' is out of range");
   return run_meta("aten::multilabel_margin_loss_backward", {&g, &x, &t, &is_target}, m,
-                 {acc_dtype(x.scalar_type()), reduction});
+                  attrs_of(multilabel_attrs(x, reduction)));
 }
 }  // namespace
 }  // namespace torch_pjrt

@@ -329,6 +329,22 @@ typedef struct {
   int64_t has_weight;
 } tpj_attrs_nll_loss_t;
 
+/* ---- loss_margin (ops/loss_margin.c) ------------------------------------ */
+
+/* multi_margin_loss and its backward */
+typedef struct {
+  int64_t compute;   /* tpj_dtype_t */
+  int64_t reduction; /* 0 none, 1 mean, 2 sum */
+  int64_t p;         /* 1 or 2 */
+  int64_t has_weight;
+} tpj_attrs_multi_margin_t;
+
+/* multilabel_margin_loss_forward and its backward */
+typedef struct {
+  int64_t compute;
+  int64_t reduction;
+} tpj_attrs_multilabel_margin_t;
+
 #ifdef __cplusplus
 }
 #endif
