@@ -17,7 +17,12 @@
 #include "tensor.h"
 #include "generator.h"
 #include "rt/reap.h"
+#include "ops/glue.h"
 #include "storage_dtypes.h"
+
+extern "C" {
+#include "ops/attrs.h"
+}
 
 namespace torch_pjrt {
 
@@ -139,7 +144,10 @@ bool defer_index_check(const at::Tensor& index, int64_t lo, int64_t hi,
   at::Tensor flag = at::empty({}, index.options().dtype(at::kBool));
   OpArgs a;
   a.tensor(index);
-  run_op("tpj::index_out_of_range", index.device().index(), a, {lo, hi}, {flag});
+  tpj_attrs_index_range_t attrs{};
+  attrs.lo = lo;
+  attrs.hi = hi;
+  run_op("tpj::index_out_of_range", index.device().index(), a, attrs_of(attrs), {flag});
   if (tr)
     tr->checks.emplace_back(flag, message);  // a graph output, handed over after each run
   else  // read by the runtime at the next wait on the device, as a graph's are

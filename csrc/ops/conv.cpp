@@ -13,6 +13,10 @@
 #include "layout.h"
 #include "glue.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -158,14 +162,20 @@ bool empty_conv(const Tensor& input, const Tensor& weight, const ConvArgs& a, Te
   return true;
 }
 
-std::vector<int64_t> conv_attrs(at::ScalarType dt, const ConvArgs& a, bool f0, bool f1, bool f2) {
-  std::vector<int64_t> attrs{to_tpj_dtype(accumulator(dt)), a.transposed, a.groups, a.nsp};
+// tpj_attrs_conv_t, its windows, then flags (tpj_attrs_conv_bias_t or
+// tpj_attrs_conv_mask_t).
+template <class Flags>
+std::vector<int64_t> conv_attrs(at::ScalarType dt, const ConvArgs& a, const Flags& flags) {
+  tpj_attrs_conv_t head{};
+  head.compute = to_tpj_dtype(accumulator(dt));
+  head.transposed = a.transposed;
+  head.groups = a.groups;
+  head.nsp = a.nsp;
+  std::vector<int64_t> tail;
   for (const auto* v : {&a.stride, &a.padding, &a.dilation, &a.output_padding})
-    attrs.insert(attrs.end(), v->begin(), v->end());
-  attrs.push_back(f0);
-  attrs.push_back(f1);
-  attrs.push_back(f2);
-  return attrs;
+    tail.insert(tail.end(), v->begin(), v->end());
+  tail.insert(tail.end(), attrs_of(flags).begin(), attrs_of(flags).end());
+  return attrs_with_tail(head, tail);
 }
 
 
@@ -209,8 +219,9 @@ Tensor convolution_tpu(const Tensor& input, const Tensor& weight, const std::opt
   // is channels_last (mkldnn_conv_use_channels_last, and the slow paths alike).
   at::MemoryFormat mf = format_of(input);
   if (mf == at::MemoryFormat::Contiguous) mf = format_of(weight);
-  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, hb, false, false),
-                  {out}, mf, 1);
+  tpj_attrs_conv_bias_t flags{};
+  flags.has_bias = hb;
+  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, flags), {out}, mf, 1);
   return out;
 }
 
@@ -259,8 +270,10 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward_tpu(
   at::MemoryFormat fi = format_of(input), fw = format_of(weight);
   uint32_t laid = (mask[0] && fi != at::MemoryFormat::Contiguous ? 1u : 0u) |
                   (mask[1] && fw != at::MemoryFormat::Contiguous ? 1u << (mask[0] ? 1 : 0) : 0u);
-  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, mask[0], mask[1], mask[2]),
-                  outs, fi != at::MemoryFormat::Contiguous ? fi : fw, laid);
+  tpj_attrs_conv_mask_t flags{};
+  for (int i = 0; i < 3; ++i) flags.mask[i] = mask[i];
+  run_op_laid_out(op, dev.index(), args, conv_attrs(input.scalar_type(), a, flags), outs,
+                  fi != at::MemoryFormat::Contiguous ? fi : fw, laid);
   return {r[0], r[1], r[2]};
 }
 }  // namespace

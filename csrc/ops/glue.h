@@ -9,6 +9,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "ops/write.h"
@@ -21,6 +22,24 @@ namespace torch_pjrt {
 using at::Scalar;
 using at::ScalarType;
 using at::Tensor;
+
+// A lowering's attribute struct (src/ops/attrs.h: int64 fields only) as the
+// int64 attribute words run_op passes, borrowed from s.
+template <class T>
+inline c10::ArrayRef<int64_t> attrs_of(const T& s) {
+  static_assert(std::is_standard_layout_v<T> && sizeof(T) % sizeof(int64_t) == 0,
+                "an attribute struct is int64 words");
+  return {reinterpret_cast<const int64_t*>(&s), sizeof(T) / sizeof(int64_t)};
+}
+
+// The attribute words of a layout with a variable-length tail (dims[]):
+// head's words, then tail.
+template <class T>
+inline std::vector<int64_t> attrs_with_tail(const T& head, c10::ArrayRef<int64_t> tail) {
+  std::vector<int64_t> w(attrs_of(head).begin(), attrs_of(head).end());
+  w.insert(w.end(), tail.begin(), tail.end());
+  return w;
+}
 
 // pow(Scalar, Tensor) as CPU's kernel does it: ones for a base of 1 (even
 // for NaN exponents), otherwise pow with the base as a wrapped number.
@@ -74,7 +93,7 @@ inline auto meta_or_cpu(M m, C cpu) -> decltype(m()) {
 // shaped like metas. pointwise: the op is elementwise, its outputs laid out
 // as TensorIterator lays them out (layout.h); else contiguous.
 inline std::vector<Tensor> run_outs(const char* op, std::initializer_list<const Tensor*> ts,
-                        std::initializer_list<Tensor> metas, const std::vector<int64_t>& attrs,
+                        std::initializer_list<Tensor> metas, c10::ArrayRef<int64_t> attrs,
                         bool pointwise = false) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
@@ -103,7 +122,7 @@ inline int64_t wrap_dim0(int64_t dim, const Tensor& self) {
 // and typed like it and it is its storage's natural tensor, its storage is
 // updated in place (inplace.h) and it is returned. pointwise: as run_outs'.
 inline Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta_out,
-                std::vector<int64_t> attrs, std::initializer_list<const Scalar*> scalars = {},
+                c10::ArrayRef<int64_t> attrs, std::initializer_list<const Scalar*> scalars = {},
                 const Tensor* in_place = nullptr, bool pointwise = false) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
@@ -129,7 +148,7 @@ inline Tensor run_like(const char* op, std::initializer_list<const Tensor*> ts, 
 // scalar_dt, as CPU's kernels read them), into a tensor shaped like meta.
 // pointwise: as run_outs'.
 inline Tensor run_meta(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta,
-               std::vector<int64_t> attrs, std::initializer_list<Scalar> scalars = {},
+               c10::ArrayRef<int64_t> attrs, std::initializer_list<Scalar> scalars = {},
                at::ScalarType scalar_dt = at::kFloat, bool pointwise = false) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);

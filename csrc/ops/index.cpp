@@ -30,6 +30,10 @@
 #include <string>
 #include "storage_dtypes.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 }  // namespace torch_pjrt
 
@@ -41,8 +45,7 @@ using at::Scalar;
 using at::Tensor;
 using IndexList = c10::List<std::optional<Tensor>>;
 
-// Scatter combine modes; the same numbers as TPJ_SCATTER_* in src/ops/index_gather.c.
-enum Mode : int64_t { kSet = 0, kSum = 1, kProd = 2, kMean = 3, kAmax = 4, kAmin = 5 };
+using Mode = tpj_scatter_mode_t;  // a scatter's combine mode (src/ops/attrs.h)
 
 
 Tensor& out_to(Tensor& out, const Tensor& result, const char* op) {
@@ -90,7 +93,9 @@ Tensor gather_k(const Tensor& self, int64_t dim, const Tensor& index, bool spars
   OpArgs a;
   a.tensor(self);
   a.tensor(idx);
-  run_op(op, dev.index(), a, {d}, {out});
+  tpj_attrs_index_dim_t attrs{};
+  attrs.dim = d;
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 
@@ -142,37 +147,43 @@ Tensor scatter_run(const char* op, const Tensor& self, int64_t dim, const Tensor
   a.tensor(idx);
   if (src) add_operand(a, *src, dev.index());
   else a.scalar(*value, self.scalar_type(), dev.index());
+  tpj_attrs_scatter_t attrs{};
+  attrs.dim = d;
+  attrs.mode = mode;
+  attrs.include_self = include_self;
   if (direct) {
-    run_op_in_place(op, dev.index(), a, {d, mode, include_self}, self);
+    run_op_in_place(op, dev.index(), a, attrs_of(attrs), self);
     return self;
   }
-  run_op(op, dev.index(), a, {d, mode, include_self}, {out});
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 
 Mode legacy_mode(c10::string_view reduce) {
-  if (reduce == "add") return kSum;
-  if (reduce == "multiply") return kProd;
+  if (reduce == "add") return TPJ_SCATTER_SUM;
+  if (reduce == "multiply") return TPJ_SCATTER_PROD;
   TORCH_CHECK(false, "reduce argument must be either add or multiply.");
 }
 
 Mode reduce_mode(c10::string_view reduce) {
-  if (reduce == "sum") return kSum;
-  if (reduce == "prod") return kProd;
-  if (reduce == "mean") return kMean;
-  if (reduce == "amax") return kAmax;
-  if (reduce == "amin") return kAmin;
+  if (reduce == "sum") return TPJ_SCATTER_SUM;
+  if (reduce == "prod") return TPJ_SCATTER_PROD;
+  if (reduce == "mean") return TPJ_SCATTER_MEAN;
+  if (reduce == "amax") return TPJ_SCATTER_AMAX;
+  if (reduce == "amin") return TPJ_SCATTER_AMIN;
   TORCH_CHECK(false, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
 }
 
 Tensor scatter_src_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   at::meta::scatter(to_meta(self), dim, to_meta(index), to_meta(src));
-  return scatter_run("aten::scatter.src", self, dim, index, &src, nullptr, kSet, true);
+  return scatter_run("aten::scatter.src", self, dim, index, &src, nullptr, TPJ_SCATTER_SET,
+                     true);
 }
 
 Tensor scatter_value_k(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   at::meta::scatter(to_meta(self), dim, to_meta(index), value);
-  return scatter_run("aten::scatter.value", self, dim, index, nullptr, &value, kSet, true);
+  return scatter_run("aten::scatter.value", self, dim, index, nullptr, &value, TPJ_SCATTER_SET,
+                     true);
 }
 
 Tensor scatter_reduce_src_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -191,30 +202,31 @@ Tensor scatter_reduce_value_k(const Tensor& self, int64_t dim, const Tensor& ind
 
 Tensor scatter_add_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   at::meta::scatter_add(to_meta(self), dim, to_meta(index), to_meta(src));
-  return scatter_run("aten::scatter_add", self, dim, index, &src, nullptr, kSum, true);
+  return scatter_run("aten::scatter_add", self, dim, index, &src, nullptr, TPJ_SCATTER_SUM,
+                     true);
 }
 
 // scatter_(src), scatter_(value), scatter_add_: self's storage updated in place
 // where it can be (scatter_run's in_place).
 Tensor& scatter_src_inplace(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   at::scatter(to_meta(self), dim, to_meta(index), to_meta(src));
-  return assign_unless_self(
-      self, scatter_run("aten::scatter.src", self, dim, index, &src, nullptr, kSet, true, &self),
-      "aten::scatter_");
+  Tensor r = scatter_run("aten::scatter.src", self, dim, index, &src, nullptr, TPJ_SCATTER_SET,
+                         true, &self);
+  return assign_unless_self(self, r, "aten::scatter_");
 }
 
 Tensor& scatter_value_inplace(Tensor& self, int64_t dim, const Tensor& index, const Scalar& v) {
   at::scatter(to_meta(self), dim, to_meta(index), v);
-  return assign_unless_self(
-      self, scatter_run("aten::scatter.value", self, dim, index, nullptr, &v, kSet, true, &self),
-      "aten::scatter_");
+  Tensor r = scatter_run("aten::scatter.value", self, dim, index, nullptr, &v, TPJ_SCATTER_SET,
+                         true, &self);
+  return assign_unless_self(self, r, "aten::scatter_");
 }
 
 Tensor& scatter_add_inplace(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   at::scatter_add(to_meta(self), dim, to_meta(index), to_meta(src));
-  return assign_unless_self(
-      self, scatter_run("aten::scatter_add", self, dim, index, &src, nullptr, kSum, true, &self),
-      "aten::scatter_add_");
+  Tensor r = scatter_run("aten::scatter_add", self, dim, index, &src, nullptr, TPJ_SCATTER_SUM,
+                         true, &self);
+  return assign_unless_self(self, r, "aten::scatter_add_");
 }
 
 Tensor scatter_reduce_two_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -222,7 +234,7 @@ Tensor scatter_reduce_two_k(const Tensor& self, int64_t dim, const Tensor& index
   Mode mode = reduce_mode(reduce);
   at::meta::scatter_reduce(to_meta(self), dim, to_meta(index), to_meta(src), reduce, include_self);
   // CPU's mean kernel has no bool instance; it refuses before checking the index
-  TORCH_CHECK_NOT_IMPLEMENTED(mode != kMean || self.scalar_type() != at::kBool,
+  TORCH_CHECK_NOT_IMPLEMENTED(mode != TPJ_SCATTER_MEAN || self.scalar_type() != at::kBool,
                               "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
   return scatter_run("aten::scatter_reduce.two", self, dim, index, &src, nullptr, mode,
                      include_self);
@@ -273,7 +285,9 @@ Tensor nonzero_static_k(const Tensor& self, c10::SymInt size, int64_t fill_value
   if (out.numel() == 0) return out;
   OpArgs a;
   a.tensor(self);
-  run_op(op, self.device().index(), a, {fill_value}, {out});
+  tpj_attrs_nonzero_static_t attrs{};
+  attrs.fill_value = fill_value;
+  run_op(op, self.device().index(), a, attrs_of(attrs), {out});
   return out;
 }
 
@@ -415,8 +429,9 @@ Tensor& index_put_impl_k(Tensor& self, const IndexList& indices, const Tensor& v
   c10::DeviceGuard guard(dev);
   // a CPU 0-d value is a runtime scalar, as on CUDA
   Tensor v = values.dim() == 0 && values.device().is_cpu() ? values : on_device(values, dev);
-  std::vector<int64_t> attrs{accumulate};
-  attrs.insert(attrs.end(), e.dims.begin(), e.dims.end());
+  tpj_attrs_index_put_t head{};
+  head.accumulate = accumulate;
+  std::vector<int64_t> attrs = attrs_with_tail(head, e.dims);
   OpArgs a;
   // a natural self's storage is updated in place (inplace.h)
   if (e.self.sizes() == self.sizes() && add_in_place_operand(a, self)) {
@@ -486,7 +501,7 @@ Tensor take_k(const Tensor& self, const Tensor& index) {
   OpArgs a;  // borrows flat and idx
   a.tensor(flat);
   a.tensor(idx);
-  run_op(op, dev.index(), a, {0}, {out});
+  run_op(op, dev.index(), a, {0}, {out});  // index.Tensor's dims: the one dim of flat
   return out;
 }
 
@@ -516,14 +531,16 @@ Tensor& masked_scatter_k(Tensor& self, const Tensor& mask, const Tensor& source)
   OpArgs a;
   a.tensor(x);
   a.tensor(vals);
-  std::vector<int64_t> attrs{0};
+  tpj_attrs_index_put_t head{};
+  head.accumulate = 0;
+  std::vector<int64_t> dims;
   std::vector<Tensor> cols;  // OpArgs borrows: keep them alive
   for (int64_t j = 0; j < x.dim(); ++j) {
     cols.push_back(nz.select(1, j));
-    attrs.push_back(j);
+    dims.push_back(j);
   }
   for (const Tensor& c : cols) a.tensor(c);
-  run_op("aten::index_put", dev.index(), a, attrs, {out});
+  run_op("aten::index_put", dev.index(), a, attrs_with_tail(head, dims), {out});
   assign_result(self, out.view(self.sizes()), op);
   return self;
 }
@@ -558,11 +575,14 @@ Tensor index_along(const char* op, const Tensor& self, int64_t dim, const Tensor
   if (source) add_operand(a, *source, dev.index());
   else a.scalar(*value, self.scalar_type(), dev.index());
   if (alpha) a.scalar(*alpha, self.scalar_type(), dev.index());
+  tpj_attrs_index_along_t attrs{};
+  attrs.dim = d;
+  attrs.mode = mode;
   if (direct) {
-    run_op_in_place(op, dev.index(), a, {d, mode}, self);
+    run_op_in_place(op, dev.index(), a, attrs_of(attrs), self);
     return self;
   }
-  run_op(op, dev.index(), a, {d, mode}, {out});
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 
@@ -632,7 +652,7 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
     check_range(index, size_at(self, d), d, false, "", false);
   }
   if (self.numel() == 0) return in_place ? self : self.clone();
-  return index_along(op, self, dim, index, &source, nullptr, &alpha, kSum, in_place);
+  return index_along(op, self, dim, index, &source, nullptr, &alpha, TPJ_SCATTER_SUM, in_place);
 }
 
 Tensor index_add_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
@@ -647,7 +667,7 @@ Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   common_device(op, {&self, &index, &source});
   int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   check_range(index, size_at(self, d), d, false, "index_copy_(): ", true);
-  return index_along(op, self, dim, index, &source, nullptr, nullptr, kSet, in_place);
+  return index_along(op, self, dim, index, &source, nullptr, nullptr, TPJ_SCATTER_SET, in_place);
 }
 
 Tensor index_copy_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
@@ -668,7 +688,7 @@ Tensor index_fill_scalar_k(const Tensor& self, int64_t dim, const Tensor& index,
               "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   check_fill_index(self, dim, index);
   common_device(op, {&self, &index});
-  return index_along(op, self, dim, index, nullptr, &value, nullptr, kSet);
+  return index_along(op, self, dim, index, nullptr, &value, nullptr, TPJ_SCATTER_SET);
 }
 
 Tensor index_fill_tensor_k(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
@@ -678,7 +698,7 @@ Tensor index_fill_tensor_k(const Tensor& self, int64_t dim, const Tensor& index,
   const char* op = "aten::index_fill.int_Scalar";
   check_fill_index(self, dim, index);
   common_device(op, {&self, &index, &value});
-  return index_along(op, self, dim, index, &value, nullptr, nullptr, kSet);
+  return index_along(op, self, dim, index, &value, nullptr, nullptr, TPJ_SCATTER_SET);
 }
 }  // namespace
 }  // namespace torch_pjrt
@@ -928,7 +948,9 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   OpArgs a;
   a.tensor(self);
   a.tensor(idx);
-  run_op(op, self.device().index(), a, {d}, {out});
+  tpj_attrs_index_dim_t attrs{};
+  attrs.dim = d;
+  run_op(op, self.device().index(), a, attrs_of(attrs), {out});
   return out;
 }
 
@@ -953,7 +975,10 @@ Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, c10::
   OpArgs a;
   a.tensor(grad);
   a.tensor(idx);
-  run_op(op, grad.device().index(), a, {pad, to_tpj_dtype(acc)}, {out});
+  tpj_attrs_embedding_backward_t attrs{};
+  attrs.padding_idx = pad;
+  attrs.compute = to_tpj_dtype(acc);
+  run_op(op, grad.device().index(), a, attrs_of(attrs), {out});
   return out;
 }
 }  // namespace

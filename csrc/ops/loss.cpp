@@ -29,6 +29,10 @@
 #include "inplace.h"
 #include "storage_dtypes.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 
 namespace {
@@ -61,6 +65,16 @@ void check_nll2d(const Tensor& self, const Tensor& target) {
               "match: target ", target.sizes(), ", input ", self.sizes());
 }
 
+tpj_attrs_nll_loss_t nll_attrs(int64_t compute, int64_t reduction, int64_t ignore_index,
+                               bool has_weight) {
+  tpj_attrs_nll_loss_t attrs{};
+  attrs.compute = compute;
+  attrs.reduction = reduction;
+  attrs.ignore_index = ignore_index;
+  attrs.has_weight = has_weight;
+  return attrs;
+}
+
 std::tuple<Tensor, Tensor> nll_loss2d_forward(const Tensor& self, const Tensor& target,
                                               const std::optional<Tensor>& weight,
                                               int64_t reduction, c10::SymInt ignore_index) {
@@ -80,7 +94,8 @@ std::tuple<Tensor, Tensor> nll_loss2d_forward(const Tensor& self, const Tensor& 
   a.tensor(self);
   a.tensor(on_device(target, dev));
   if (hw) a.tensor(on_device(*weight, dev));
-  run_op(op, dev.index(), a, {acc_dtype(self.scalar_type()), reduction, ig, hw}, {out, total});
+  run_op(op, dev.index(), a, attrs_of(nll_attrs(acc_dtype(self.scalar_type()), reduction, ig, hw)),
+         {out, total});
   return {out, total};
 }
 
@@ -103,7 +118,8 @@ Tensor nll_loss2d_backward(const Tensor& grad, const Tensor& self, const Tensor&
   a.tensor(on_device(target, dev));
   a.tensor(on_device(total_weight, dev));
   if (hw) a.tensor(on_device(*weight, dev));
-  run_op(op, dev.index(), a, {acc_dtype(self.scalar_type()), reduction, ig, hw}, {out});
+  run_op(op, dev.index(), a, attrs_of(nll_attrs(acc_dtype(self.scalar_type()), reduction, ig, hw)),
+         {out});
   return out;
 }
 
@@ -147,6 +163,23 @@ Tensor margin_loss_shape(const Tensor& x, int64_t reduction, const Tensor& meta)
   return x.dim() <= 1 && reduction == 0 ? at::empty({}, meta.options()) : meta;
 }
 
+tpj_attrs_multi_margin_t multi_margin_attrs(at::ScalarType cd, int64_t reduction,
+                                            const Scalar& p, bool has_weight) {
+  tpj_attrs_multi_margin_t attrs{};
+  attrs.compute = to_tpj_dtype(cd);
+  attrs.reduction = reduction;
+  attrs.p = p.toLong();
+  attrs.has_weight = has_weight;
+  return attrs;
+}
+
+tpj_attrs_multilabel_margin_t multilabel_attrs(const Tensor& x, int64_t reduction) {
+  tpj_attrs_multilabel_margin_t attrs{};
+  attrs.compute = acc_dtype(x.scalar_type());
+  attrs.reduction = reduction;
+  return attrs;
+}
+
 Tensor multi_margin(const Tensor& x, const Tensor& t, const Scalar& p, const Scalar& margin,
                     const std::optional<Tensor>& w, int64_t reduction) {
   const char* op = "aten::multi_margin_loss";
@@ -170,7 +203,7 @@ Tensor multi_margin(const Tensor& x, const Tensor& t, const Scalar& p, const Sca
   a.tensor(on_device(t, dev));
   if (hw) a.tensor(on_device(*w, dev));
   a.scalar(margin, x.scalar_type(), dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), reduction, p.toLong(), hw}, {out});
+  run_op(op, dev.index(), a, attrs_of(multi_margin_attrs(cd, reduction, p, hw)), {out});
   return out;
 }
 
@@ -195,7 +228,7 @@ Tensor multi_margin_backward(const Tensor& g, const Tensor& x, const Tensor& t, 
   a.tensor(on_device(t, dev));
   if (hw) a.tensor(on_device(*w, dev));
   a.scalar(margin, x.scalar_type(), dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), reduction, p.toLong(), hw}, {out});
+  run_op(op, dev.index(), a, attrs_of(multi_margin_attrs(cd, reduction, p, hw)), {out});
   return out;
 }
 
@@ -215,7 +248,7 @@ std::tuple<Tensor, Tensor> multilabel_margin(const Tensor& x, const Tensor& t, i
   OpArgs a;
   a.tensor(x);
   a.tensor(on_device(t, dev));
-  run_op(op, dev.index(), a, {acc_dtype(x.scalar_type()), reduction}, {out, is_target});
+  run_op(op, dev.index(), a, attrs_of(multilabel_attrs(x, reduction)), {out, is_target});
   return {out, is_target};
 }
 
@@ -227,7 +260,7 @@ Tensor multilabel_margin_backward(const Tensor& g, const Tensor& x, const Tensor
   at::multilabel_margin_loss_forward(to_meta(x), to_meta(t), reduction);
   check_target_range(t, -1, x.dim() == 0 ? 1 : x.size(-1), "argument #2 'target' is out of range");
   return run_meta("aten::multilabel_margin_loss_backward", {&g, &x, &t, &is_target}, m,
-                 {acc_dtype(x.scalar_type()), reduction});
+                  attrs_of(multilabel_attrs(x, reduction)));
 }
 }  // namespace
 }  // namespace torch_pjrt
@@ -282,7 +315,8 @@ std::tuple<Tensor, Tensor> nll_loss_forward(const Tensor& self, const Tensor& ta
   a.tensor(self);
   a.tensor(on_device(target, self.device()));
   if (hw) a.tensor(on_device(*weight, self.device()));
-  run_op(op, self.device().index(), a, {to_tpj_dtype(cd), reduction, ig, hw}, {out, total});
+  run_op(op, self.device().index(), a, attrs_of(nll_attrs(to_tpj_dtype(cd), reduction, ig, hw)),
+         {out, total});
   return {out, total};
 }
 
@@ -307,7 +341,8 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& t
   a.tensor(on_device(target, self.device()));
   a.tensor(total_weight);
   if (hw) a.tensor(on_device(*weight, self.device()));
-  run_op(op, self.device().index(), a, {to_tpj_dtype(cd), reduction, ig, hw}, {out});
+  run_op(op, self.device().index(), a, attrs_of(nll_attrs(to_tpj_dtype(cd), reduction, ig, hw)),
+         {out});
   return out;
 }
 }  // namespace

@@ -22,6 +22,10 @@
 #include <sstream>
 #include "inplace.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 
 namespace {
@@ -107,8 +111,13 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTens
   a.scalar(momentum, cd, dev.index());
   a.scalar(eps, cd, dev.index());
   // y in the input's memory format (channels_last stays so), as on CPU.
-  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(cd), training, hw, hb, hr}, outs,
-                  format_of(input), 1);
+  tpj_attrs_batch_norm_t attrs{};
+  attrs.compute = to_tpj_dtype(cd);
+  attrs.training = training;
+  attrs.has_weight = hw;
+  attrs.has_bias = hb;
+  attrs.has_running = hr;
+  run_op_laid_out(op, dev.index(), a, attrs_of(attrs), outs, format_of(input), 1);
   if (training && hr) {
     assign_result(*running_mean, new_mean, op);
     assign_result(*running_var, new_var, op);
@@ -151,8 +160,12 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
   a.tensor(*var);
   at::ScalarType cd = accumulator(input.scalar_type());
   a.scalar(eps, cd, dev.index());
-  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(cd), train, hw, mask[0], mask[1], mask[2]},
-                  outs, format_of(input), mask[0] ? 1 : 0);
+  tpj_attrs_batch_norm_backward_t attrs{};
+  attrs.compute = to_tpj_dtype(cd);
+  attrs.training = train;
+  attrs.has_weight = hw;
+  for (int i = 0; i < 3; ++i) attrs.mask[i] = mask[i];
+  run_op_laid_out(op, dev.index(), a, attrs_of(attrs), outs, format_of(input), mask[0] ? 1 : 0);
   return {r[0], r[1], r[2]};
 }
 
@@ -203,9 +216,15 @@ std::tuple<Tensor, Tensor, Tensor> group_norm(const Tensor& input, const OptTens
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
   a.scalar(eps, cd, dev.index());
-  run_op_laid_out(op, dev.index(), a,
-                  {to_tpj_dtype(cd), N.expect_int(), C.expect_int(), HxW.expect_int(), group, hw, hb},
-                  {y, mean, rstd}, format_of(input), 1);
+  tpj_attrs_group_norm_t attrs{};
+  attrs.compute = to_tpj_dtype(cd);
+  attrs.n = N.expect_int();
+  attrs.c = C.expect_int();
+  attrs.hxw = HxW.expect_int();
+  attrs.group = group;
+  attrs.has_weight = hw;
+  attrs.has_bias = hb;
+  run_op_laid_out(op, dev.index(), a, attrs_of(attrs), {y, mean, rstd}, format_of(input), 1);
   return {y, mean, rstd};
 }
 
@@ -238,10 +257,16 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(
   }
   OpArgs a;
   for (const Tensor* t : ts) a.tensor(*t);
-  run_op_laid_out(op, dev.index(), a,
-                  {to_tpj_dtype(accumulator(input.scalar_type())), N.expect_int(), C.expect_int(),
-                   HxW.expect_int(), group, hw, r[0].defined(), r[1].defined(), r[2].defined()},
-                  outs, format_of(input), r[0].defined() ? 1 : 0);
+  tpj_attrs_group_norm_backward_t attrs{};
+  attrs.compute = to_tpj_dtype(accumulator(input.scalar_type()));
+  attrs.n = N.expect_int();
+  attrs.c = C.expect_int();
+  attrs.hxw = HxW.expect_int();
+  attrs.group = group;
+  attrs.has_weight = hw;
+  for (int i = 0; i < 3; ++i) attrs.mask[i] = r[i].defined();
+  run_op_laid_out(op, dev.index(), a, attrs_of(attrs), outs, format_of(input),
+                  r[0].defined() ? 1 : 0);
   return {r[0], r[1], r[2]};
 }
 }  // namespace
@@ -357,7 +382,12 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::SymIntAr
   for (const Tensor* t : ts) a.tensor(*t);
   a.scalar(eps, cd, dev.index());
   int64_t axis = input.dim() - static_cast<int64_t>(shape.size());
-  run_op(op, dev.index(), a, {to_tpj_dtype(cd), axis, hw, hb}, {y, mean, rstd});
+  tpj_attrs_layer_norm_t attrs{};
+  attrs.compute = to_tpj_dtype(cd);
+  attrs.axis = axis;
+  attrs.has_weight = hw;
+  attrs.has_bias = hb;
+  run_op(op, dev.index(), a, attrs_of(attrs), {y, mean, rstd});
   return {y, mean, rstd};
 }
 
@@ -388,10 +418,12 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(
   a.tensor(rstd);
   if (hw) a.tensor(*weight);
   int64_t axis = input.dim() - static_cast<int64_t>(shape.size());
-  run_op(op, dev.index(), a,
-         {to_tpj_dtype(accumulator(input.scalar_type())), axis, hw, 0, r[0].defined(),
-          r[1].defined(), r[2].defined()},
-         outs);
+  tpj_attrs_layer_norm_backward_t attrs{};
+  attrs.compute = to_tpj_dtype(accumulator(input.scalar_type()));
+  attrs.axis = axis;
+  attrs.has_weight = hw;
+  for (int i = 0; i < 3; ++i) attrs.mask[i] = r[i].defined();
+  run_op(op, dev.index(), a, attrs_of(attrs), outs);
   return {r[0], r[1], r[2]};
 }
 }  // namespace

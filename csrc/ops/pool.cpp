@@ -19,6 +19,10 @@
 #include <sstream>
 #include "glue.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -37,8 +41,8 @@ std::vector<int64_t> expand(IntArrayRef v, IntArrayRef dflt, size_t n) {
 // out in self's memory format (channels_last stays channels_last), as CPU's
 // pooling kernels and their backward lay out theirs.
 std::vector<Tensor> run_pool(const char* op, std::initializer_list<const Tensor*> ts,
-                             std::initializer_list<const Tensor*> metas, std::vector<int64_t> attrs,
-                             const Tensor& self) {
+                             std::initializer_list<const Tensor*> metas,
+                             c10::ArrayRef<int64_t> attrs, const Tensor& self) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
@@ -52,13 +56,22 @@ std::vector<Tensor> run_pool(const char* op, std::initializer_list<const Tensor*
 
 int64_t cdtype(const Tensor& t) { return to_tpj_dtype(accumulator(t.scalar_type())); }
 
+tpj_attrs_pool_planes_t planes_attrs(const Tensor& self, int64_t nsp) {
+  tpj_attrs_pool_planes_t attrs{};
+  attrs.compute = cdtype(self);
+  attrs.nsp = nsp;
+  return attrs;
+}
+
 // ---- max_pool3d -------------------------------------------------------------------
 
 std::vector<int64_t> max_attrs(IntArrayRef k, IntArrayRef s, IntArrayRef p, IntArrayRef d) {
-  std::vector<int64_t> a{3};
+  tpj_attrs_max_pool_t head{};
+  head.nsp = 3;
+  std::vector<int64_t> windows;
   for (auto v : {expand(k, k, 3), expand(s, k, 3), expand(p, {0}, 3), expand(d, {1}, 3)})
-    a.insert(a.end(), v.begin(), v.end());
-  return a;
+    windows.insert(windows.end(), v.begin(), v.end());
+  return attrs_with_tail(head, windows);
 }
 
 std::tuple<Tensor, Tensor> max_pool3d_tpu(const Tensor& self, IntArrayRef k, IntArrayRef s,
@@ -72,7 +85,7 @@ std::tuple<Tensor, Tensor> max_pool3d_tpu(const Tensor& self, IntArrayRef k, Int
 
 Tensor max_pool_backward(const char* op, const Tensor& grad, const Tensor& self,
                          const Tensor& indices, int64_t nsp) {
-  auto r = run_pool(op, {&grad, &indices}, {&self}, {cdtype(self), nsp}, self);
+  auto r = run_pool(op, {&grad, &indices}, {&self}, attrs_of(planes_attrs(self, nsp)), self);
   return r[0];
 }
 
@@ -89,13 +102,17 @@ Tensor max_pool3d_backward(const Tensor& grad, const Tensor& self, IntArrayRef k
 
 std::vector<int64_t> avg_attrs(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArrayRef p,
                                bool cip, std::optional<int64_t> div) {
-  std::vector<int64_t> a{3};
+  tpj_attrs_avg_pool_t head{};
+  head.nsp = 3;
+  tpj_attrs_avg_pool_end_t end{};
+  end.count_include_pad = cip;
+  end.divisor_override = div ? *div : 0;
+  end.compute = cdtype(self);
+  std::vector<int64_t> tail;
   for (auto v : {expand(k, k, 3), expand(s, k, 3), expand(p, {0}, 3)})
-    a.insert(a.end(), v.begin(), v.end());
-  a.push_back(cip);
-  a.push_back(div ? *div : 0);
-  a.push_back(cdtype(self));
-  return a;
+    tail.insert(tail.end(), v.begin(), v.end());
+  tail.insert(tail.end(), attrs_of(end).begin(), attrs_of(end).end());
+  return attrs_with_tail(head, tail);
 }
 
 // CPU's avg_pool3d takes float, double and integers (no half, bool or complex).
@@ -137,14 +154,18 @@ Tensor avg_pool3d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
 std::tuple<Tensor, Tensor> adaptive_max2d(const Tensor& self, IntArrayRef size) {
   check_floating_dtype(self, "adaptive_max_pool2d");
   auto [m0, m1] = at::meta::adaptive_max_pool2d(to_meta(self), size);
-  auto r = run_pool("aten::adaptive_max_pool2d", {&self}, {&m0, &m1}, {2}, self);
+  tpj_attrs_adaptive_max_pool_t attrs{};
+  attrs.nsp = 2;
+  auto r = run_pool("aten::adaptive_max_pool2d", {&self}, {&m0, &m1}, attrs_of(attrs), self);
   return {r[0], r[1]};
 }
 
 std::tuple<Tensor, Tensor> adaptive_max3d(const Tensor& self, IntArrayRef size) {
   check_floating_dtype(self, "adaptive_max_pool3d_cpu");
   auto [m0, m1] = at::meta::adaptive_max_pool3d(to_meta(self), size);
-  auto r = run_pool("aten::adaptive_max_pool3d", {&self}, {&m0, &m1}, {3}, self);
+  tpj_attrs_adaptive_max_pool_t attrs{};
+  attrs.nsp = 3;
+  auto r = run_pool("aten::adaptive_max_pool3d", {&self}, {&m0, &m1}, attrs_of(attrs), self);
   return {r[0], r[1]};
 }
 
@@ -163,13 +184,15 @@ Tensor adaptive_max3d_backward(const Tensor& grad, const Tensor& self, const Ten
 Tensor adaptive_avg3d(const Tensor& self, c10::SymIntArrayRef size) {
   check_floating_dtype(self, "adaptive_avg_pool3d_cpu");
   Tensor m = at::_adaptive_avg_pool3d_symint(to_meta(self), size);
-  return run_pool("aten::_adaptive_avg_pool3d", {&self}, {&m}, {cdtype(self), 3}, self)[0];
+  return run_pool("aten::_adaptive_avg_pool3d", {&self}, {&m}, attrs_of(planes_attrs(self, 3)),
+                  self)[0];
 }
 
 Tensor adaptive_avg3d_backward(const Tensor& grad, const Tensor& self) {
   check_floating_dtype(self, "adaptive_avg_pool3d_backward_cpu");
   Tensor m = at::_adaptive_avg_pool3d_backward(to_meta(grad), to_meta(self));
-  return run_pool("aten::_adaptive_avg_pool3d_backward", {&grad}, {&m}, {cdtype(self), 3}, self)[0];
+  return run_pool("aten::_adaptive_avg_pool3d_backward", {&grad}, {&m},
+                  attrs_of(planes_attrs(self, 3)), self)[0];
 }
 
 }  // namespace
@@ -205,6 +228,14 @@ std::vector<int64_t> pair(IntArrayRef v, IntArrayRef dflt) {
   return {v[0], v.size() == 1 ? v[0] : v[1]};
 }
 
+// The one attribute of a 2-D pool's backward and of adaptive_avg_pool2d:
+// the compute dtype.
+tpj_attrs_compute_t compute_attrs(const Tensor& self) {
+  tpj_attrs_compute_t attrs{};
+  attrs.compute = to_tpj_dtype(accumulator(self.scalar_type()));
+  return attrs;
+}
+
 void check_pool_dtype(const Tensor& self, const char* name) {
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"", name,
                               "\" not implemented for '", self.scalar_type(), "'");
@@ -231,10 +262,16 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_tpu(const Tensor& self, IntAr
   Tensor idx = at::empty(m1.sizes(), m1.options().device(dev));
   auto k = pair(kernel_size, kernel_size), s = pair(stride, kernel_size), p = pair(padding, {0}),
        d = pair(dilation, {1});
+  tpj_attrs_max_pool2d_t attrs{};
+  for (int i = 0; i < 2; ++i) {
+    attrs.kernel[i] = k[i];
+    attrs.stride[i] = s[i];
+    attrs.padding[i] = p[i];
+    attrs.dilation[i] = d[i];
+  }
   OpArgs a;
   a.tensor(self);
-  run_op_laid_out(op, dev.index(), a, {k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]}, {v, idx},
-                  format_of(self), ~0u);
+  run_op_laid_out(op, dev.index(), a, attrs_of(attrs), {v, idx}, format_of(self), ~0u);
   return {v, idx};
 }
 
@@ -259,17 +296,24 @@ Tensor max_pool2d_with_indices_backward_tpu(const Tensor& grad, const Tensor& se
   OpArgs a;
   a.tensor(grad);
   a.tensor(indices);
-  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out},
-                  format_of(self), 1);
+  run_op_laid_out(op, dev.index(), a, attrs_of(compute_attrs(self)), {out}, format_of(self), 1);
   return out;
 }
 
-std::vector<int64_t> avg2d_attrs(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
-                               IntArrayRef padding, bool count_include_pad,
-                               std::optional<int64_t> divisor_override) {
+tpj_attrs_avg_pool2d_t avg2d_attrs(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                                   IntArrayRef padding, bool count_include_pad,
+                                   std::optional<int64_t> divisor_override) {
   auto k = pair(kernel_size, kernel_size), s = pair(stride, kernel_size), p = pair(padding, {0});
-  return {k[0], k[1], s[0], s[1], p[0], p[1], count_include_pad,
-          divisor_override ? *divisor_override : 0, to_tpj_dtype(accumulator(self.scalar_type()))};
+  tpj_attrs_avg_pool2d_t attrs{};
+  for (int i = 0; i < 2; ++i) {
+    attrs.kernel[i] = k[i];
+    attrs.stride[i] = s[i];
+    attrs.padding[i] = p[i];
+  }
+  attrs.count_include_pad = count_include_pad;
+  attrs.divisor_override = divisor_override ? *divisor_override : 0;
+  attrs.compute = to_tpj_dtype(accumulator(self.scalar_type()));
+  return attrs;
 }
 
 Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
@@ -292,9 +336,9 @@ Tensor avg_pool2d_tpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   OpArgs a;
   a.tensor(self);
-  run_op_laid_out(op, dev.index(), a,
-                  avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override),
-                  {out}, format_of(self), 1);
+  tpj_attrs_avg_pool2d_t attrs =
+      avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override);
+  run_op_laid_out(op, dev.index(), a, attrs_of(attrs), {out}, format_of(self), 1);
   return out;
 }
 
@@ -316,9 +360,9 @@ Tensor avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self, IntArrayR
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   OpArgs a;
   a.tensor(grad);
-  run_op_laid_out(op, dev.index(), a,
-                  avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override),
-                  {out}, format_of(self), 1);
+  tpj_attrs_avg_pool2d_t attrs =
+      avg2d_attrs(self, kernel_size, stride, padding, count_include_pad, divisor_override);
+  run_op_laid_out(op, dev.index(), a, attrs_of(attrs), {out}, format_of(self), 1);
   return out;
 }
 
@@ -332,8 +376,7 @@ Tensor adaptive_avg_pool2d_tpu(const Tensor& self, c10::SymIntArrayRef output_si
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   OpArgs a;
   a.tensor(self);
-  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out},
-                  format_of(self), 1);
+  run_op_laid_out(op, dev.index(), a, attrs_of(compute_attrs(self)), {out}, format_of(self), 1);
   return out;
 }
 
@@ -348,8 +391,7 @@ Tensor adaptive_avg_pool2d_backward_tpu(const Tensor& grad, const Tensor& self) 
   Tensor out = at::empty(self.sizes(), grad.options());
   OpArgs a;
   a.tensor(grad);
-  run_op_laid_out(op, dev.index(), a, {to_tpj_dtype(accumulator(self.scalar_type()))}, {out},
-                  format_of(self), 1);
+  run_op_laid_out(op, dev.index(), a, attrs_of(compute_attrs(self)), {out}, format_of(self), 1);
   return out;
 }
 }  // namespace

@@ -30,6 +30,10 @@
 #include "inplace.h"
 #include "storage_dtypes.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -123,7 +127,9 @@ Tensor cat_list(const std::vector<Tensor>& ts, int64_t dim) {
   Tensor out = at::empty(m.sizes(), m.options().device(ts[0].device()));
   OpArgs a;
   for (const Tensor& t : ts) a.tensor(t);
-  run_op(op, ts[0].device().index(), a, {d}, {out});
+  tpj_attrs_cat_t attrs{};
+  attrs.dim = d;
+  run_op(op, ts[0].device().index(), a, attrs_of(attrs), {out});
   return in_meta_layout(out, m);  // the inputs' memory format, as CPU's cat
 }
 
@@ -146,7 +152,9 @@ using at::Tensor;
 
 Tensor channel_shuffle(const Tensor& x, c10::SymInt groups) {
   Tensor m = at::channel_shuffle_symint(to_meta(x), groups);
-  return run_meta("aten::channel_shuffle", {&x}, m, {groups.expect_int()});
+  tpj_attrs_channel_shuffle_t attrs{};
+  attrs.groups = groups.expect_int();
+  return run_meta("aten::channel_shuffle", {&x}, m, attrs_of(attrs));
 }
 }  // namespace
 }  // namespace torch_pjrt
@@ -164,7 +172,7 @@ using at::ScalarType;
 using at::Tensor;
 
 // A fresh tpu tensor shaped like meta computed by op from x.
-Tensor run_shape(const char* op, const Tensor& x, const Tensor& meta, std::vector<int64_t> attrs,
+Tensor run_shape(const char* op, const Tensor& x, const Tensor& meta, c10::ArrayRef<int64_t> attrs,
                  const Scalar* value = nullptr) {
   check_supported(x, op);
   c10::DeviceGuard guard(x.device());
@@ -176,11 +184,16 @@ Tensor run_shape(const char* op, const Tensor& x, const Tensor& meta, std::vecto
   return out;
 }
 
+tpj_attrs_tri_t tri_attrs(int64_t diagonal) {
+  tpj_attrs_tri_t attrs{};
+  attrs.diagonal = diagonal;
+  return attrs;
+}
 Tensor tril(const Tensor& x, int64_t k) {
-  return run_shape("aten::tril", x, at::meta::tril(to_meta(x), k), {k});
+  return run_shape("aten::tril", x, at::meta::tril(to_meta(x), k), attrs_of(tri_attrs(k)));
 }
 Tensor triu(const Tensor& x, int64_t k) {
-  return run_shape("aten::triu", x, at::meta::triu(to_meta(x), k), {k});
+  return run_shape("aten::triu", x, at::meta::triu(to_meta(x), k), attrs_of(tri_attrs(k)));
 }
 
 Tensor flip(const Tensor& x, at::IntArrayRef dims) {
@@ -202,18 +215,20 @@ Tensor flip(const Tensor& x, at::IntArrayRef dims) {
 Tensor roll(const Tensor& x, c10::SymIntArrayRef sym_shifts, at::IntArrayRef dims) {
   auto shifts = C10_AS_INTARRAYREF_SLOW(sym_shifts);
   TORCH_CHECK(!shifts.empty(), "`shifts` required");
-  std::vector<int64_t> attrs;
+  tpj_attrs_roll_t head{};
+  std::vector<int64_t> shifts_dims;
   for (int64_t d : dims) (void)c10::maybe_wrap_dim(d, x.dim(), /*wrap_scalar=*/false);  // CPU's IndexError
   if (dims.empty() && shifts.size() == 1) {
-    attrs = {0, shifts[0]};
+    head.n = 0;
+    shifts_dims = {shifts[0]};
   } else {
     TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
                 shifts.size(), ", dims:", dims.size());
-    attrs.push_back(static_cast<int64_t>(dims.size()));
-    for (int64_t s : shifts) attrs.push_back(s);
-    for (int64_t d : dims) attrs.push_back(c10::maybe_wrap_dim(d, x.dim()));
+    head.n = static_cast<int64_t>(dims.size());
+    for (int64_t s : shifts) shifts_dims.push_back(s);
+    for (int64_t d : dims) shifts_dims.push_back(c10::maybe_wrap_dim(d, x.dim()));
   }
-  Tensor r = run_shape("aten::roll", x, to_meta(x), attrs);
+  Tensor r = run_shape("aten::roll", x, to_meta(x), attrs_with_tail(head, shifts_dims));
   // CPU's roll along dims allocates in x's suggested memory format
   // (channels_last stays); without dims it rolls x flattened (contiguous)
   if (dims.empty()) return r;
@@ -225,7 +240,7 @@ Tensor constant_pad_nd(const Tensor& x, c10::SymIntArrayRef pad, const Scalar& v
   Tensor m = at::constant_pad_nd_symint(to_meta(x), pad, value);
   auto p = C10_AS_INTARRAYREF_SLOW(pad);
   return in_meta_layout(
-      run_shape("aten::constant_pad_nd", x, m, std::vector<int64_t>(p.begin(), p.end()), &value),
+      run_shape("aten::constant_pad_nd", x, m, p, &value),  // the pads, a plain list
       m);
 }
 
@@ -246,9 +261,9 @@ Tensor edge_pad(const char* op, bool reflect, const Tensor& x, c10::SymIntArrayR
     }
   }
   Tensor m = Meta(to_meta(x), pad);
-  std::vector<int64_t> attrs{reflect};
-  for (auto v : p) attrs.push_back(v);
-  return run_shape(op, x, m, attrs);
+  tpj_attrs_edge_pad_t head{};
+  head.reflect = reflect;
+  return run_shape(op, x, m, attrs_with_tail(head, p));
 }
 
 Tensor meta_reflect1(const Tensor& x, c10::SymIntArrayRef p) { return at::reflection_pad1d_symint(x, p); }
@@ -319,9 +334,10 @@ Tensor pad_backward(const char* op, bool reflect, const Tensor& grad, const Tens
   Tensor m = Meta(to_meta(grad), to_meta(self), pad);
   check_floating_dtype(grad, op + 6);  // CPU names the op without "aten::"
   auto p = C10_AS_INTARRAYREF_SLOW(pad);
-  std::vector<int64_t> attrs{reflect, acc_dtype(grad.scalar_type())};
-  attrs.insert(attrs.end(), p.begin(), p.end());
-  return run_meta(op, {&grad}, m, attrs);
+  tpj_attrs_edge_pad_backward_t head{};
+  head.reflect = reflect;
+  head.compute = acc_dtype(grad.scalar_type());
+  return run_meta(op, {&grad}, m, attrs_with_tail(head, p));
 }
 
 #define TPJ_PAD_META(name)                                                         \

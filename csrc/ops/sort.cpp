@@ -24,6 +24,10 @@
 #include <limits>
 #include <ATen/ops/_grouped_mm_compositeexplicitautograd_dispatch.h>
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 
 
@@ -35,7 +39,7 @@ using PairRef = std::tuple<Tensor&, Tensor&>;
 
 // Runs op on self into new tensors shaped like metas.
 std::vector<Tensor> run(const char* op, const Tensor& self, std::initializer_list<Tensor> metas,
-                        const std::vector<int64_t>& attrs) {
+                        c10::ArrayRef<int64_t> attrs) {
   check_supported(self, op);
   c10::DeviceGuard guard(self.device());
   std::vector<Tensor> outs;
@@ -46,19 +50,24 @@ std::vector<Tensor> run(const char* op, const Tensor& self, std::initializer_lis
   return outs;
 }
 
-Pair run2(const char* op, const Tensor& self, const Pair& metas,
-          const std::vector<int64_t>& attrs) {
+Pair run2(const char* op, const Tensor& self, const Pair& metas, c10::ArrayRef<int64_t> attrs) {
   auto o = run(op, self, {std::get<0>(metas), std::get<1>(metas)}, attrs);
   return {o[0], o[1]};
 }
 
-Tensor run1(const char* op, const Tensor& self, const Tensor& meta,
-            const std::vector<int64_t>& attrs) {
+Tensor run1(const char* op, const Tensor& self, const Tensor& meta, c10::ArrayRef<int64_t> attrs) {
   return run(op, self, {meta}, attrs)[0];
 }
 
 int64_t wrap(int64_t dim, const Tensor& self) {
   return self.dim() == 0 ? 0 : c10::maybe_wrap_dim(dim, self.dim());
+}
+
+// The attributes of an op that selects along one dim (-1: all elements).
+tpj_attrs_select_t select_attrs(int64_t dim) {
+  tpj_attrs_select_t attrs{};
+  attrs.dim = dim;
+  return attrs;
 }
 
 // out= forms: resize like PyTorch's out kernels, then write.
@@ -90,7 +99,10 @@ Pair k_sort(const Tensor& self, std::optional<bool> stable, int64_t dim, bool de
   Pair mp = at::meta::sort(to_meta(sp), stable, lay.dim(wrap(dim, self)), descending);
   // Always stable: PyTorch leaves unstable order unspecified, and CPU's
   // kernel is stable too.
-  Pair r = run2("aten::sort.stable", sp, mp, {lay.dim(wrap(dim, self)), descending});
+  tpj_attrs_sort_t attrs{};
+  attrs.dim = lay.dim(wrap(dim, self));
+  attrs.descending = descending;
+  Pair r = run2("aten::sort.stable", sp, mp, attrs_of(attrs));
   return {lay.out(std::get<0>(r)), lay.out(std::get<1>(r))};
 }
 
@@ -104,7 +116,11 @@ Pair k_topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorte
   TORCH_CHECK(k >= 0 && k <= (self.dim() > 0 ? self.size(wrap(dim, self)) : 1),
               "selected index k out of range");
   Pair m = at::meta::topk(to_meta(self), k, dim, largest, sorted);
-  return run2("aten::topk", self, m, {k, wrap(dim, self), largest});
+  tpj_attrs_topk_t attrs{};
+  attrs.k = k;
+  attrs.dim = wrap(dim, self);
+  attrs.largest = largest;
+  return run2("aten::topk", self, m, attrs_of(attrs));
 }
 
 PairRef k_topk_out(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
@@ -118,7 +134,10 @@ Pair k_kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
   int64_t n = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", d);
   Pair m = at::kthvalue(to_meta(self), k, dim, keepdim);
-  return run2("aten::kthvalue", self, m, {k, d});
+  tpj_attrs_kthvalue_t attrs{};
+  attrs.k = k;
+  attrs.dim = d;
+  return run2("aten::kthvalue", self, m, attrs_of(attrs));
 }
 
 PairRef k_kthvalue_out(const Tensor& self, int64_t k, int64_t dim, bool keepdim, Tensor& values,
@@ -139,7 +158,7 @@ Pair k_median_dim(const Tensor& self, int64_t dim, bool keepdim) {
   TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0,
                     "median(): Expected reduction dim ", d, " to have non-zero size.");
   Pair m = at::median(to_meta(self), dim, keepdim);
-  return run2("aten::median.dim", self, m, {d});
+  return run2("aten::median.dim", self, m, attrs_of(select_attrs(d)));
 }
 
 PairRef k_median_dim_out(const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
@@ -152,7 +171,7 @@ Tensor k_median(const Tensor& self) {
   if (self.numel() == 0) {  // CPU: NaN for an empty input
     return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
   }
-  return run1("aten::median", self, at::median(to_meta(self)), {-1});
+  return run1("aten::median", self, at::median(to_meta(self)), attrs_of(select_attrs(-1)));
 }
 
 // ---- max / min / argmax / argmin ------------------------------------------
@@ -172,27 +191,27 @@ void check_dim_nonempty(const char* name, const Tensor& self, int64_t dim) {
 Pair k_max_dim(const Tensor& self, int64_t dim, bool keepdim) {
   check_dim_nonempty("max", self, dim);
   Pair m = at::meta::max(to_meta(self), dim, keepdim);
-  return run2("aten::max.dim", self, m, {wrap(dim, self)});
+  return run2("aten::max.dim", self, m, attrs_of(select_attrs(wrap(dim, self))));
 }
 
 Pair k_min_dim(const Tensor& self, int64_t dim, bool keepdim) {
   check_dim_nonempty("min", self, dim);
   Pair m = at::meta::min(to_meta(self), dim, keepdim);
-  return run2("aten::min.dim", self, m, {wrap(dim, self)});
+  return run2("aten::min.dim", self, m, attrs_of(select_attrs(wrap(dim, self))));
 }
 
 Tensor k_max_all(const Tensor& self) {
   check_not_complex(self, "max_all");
   TORCH_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() "
               "== 0. Specify the reduction dim with the 'dim' argument.");
-  return run1("aten::max", self, at::max(to_meta(self)), {-1});
+  return run1("aten::max", self, at::max(to_meta(self)), attrs_of(select_attrs(-1)));
 }
 
 Tensor k_min_all(const Tensor& self) {
   check_not_complex(self, "min_all");
   TORCH_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() "
               "== 0. Specify the reduction dim with the 'dim' argument.");
-  return run1("aten::min", self, at::min(to_meta(self)), {-1});
+  return run1("aten::min", self, at::min(to_meta(self)), attrs_of(select_attrs(-1)));
 }
 
 Tensor k_argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -202,7 +221,7 @@ Tensor k_argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   TORCH_CHECK_INDEX(dim || self.numel() > 0,
                     "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
   Tensor m = at::meta::argmax(to_meta(self), dim, keepdim);
-  return run1("aten::argmax", self, m, {dim ? wrap(*dim, self) : -1});
+  return run1("aten::argmax", self, m, attrs_of(select_attrs(dim ? wrap(*dim, self) : -1)));
 }
 
 Tensor k_argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -212,13 +231,21 @@ Tensor k_argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   TORCH_CHECK_INDEX(dim || self.numel() > 0,
                     "argmin(): Expected reduction dim to be specified for input.numel() == 0.");
   Tensor m = at::meta::argmin(to_meta(self), dim, keepdim);
-  return run1("aten::argmin", self, m, {dim ? wrap(*dim, self) : -1});
+  return run1("aten::argmin", self, m, attrs_of(select_attrs(dim ? wrap(*dim, self) : -1)));
 }
 
 // ---- scans ------------------------------------------------------------------
 
 int64_t accumulator(at::ScalarType out) {
   return to_tpj_dtype((out == at::kHalf || out == at::kBFloat16) ? at::kFloat : out);
+}
+
+// A forward scan along dim (wrapped) computed in the accumulator of out.
+tpj_attrs_scan_t scan_attrs(int64_t dim, at::ScalarType out) {
+  tpj_attrs_scan_t attrs{};
+  attrs.dim = dim;
+  attrs.compute = accumulator(out);
+  return attrs;
 }
 
 // Complex scans have no lowering (the scan emitters take real operands):
@@ -234,7 +261,10 @@ bool complex_on_cpu(const Tensor& self, std::optional<at::ScalarType> dtype, con
 // A complex scan (misc2.c's tpj::complex_scan): product 0 sums, 1 multiplies.
 Tensor complex_scan(const Tensor& self, const Tensor& meta, int64_t dim, int64_t product) {
   if (meta.numel() == 0) return at::empty(meta.sizes(), meta.options().device(self.device()));
-  return run1("tpj::complex_scan", self, meta, {wrap(dim, self), product});
+  tpj_attrs_complex_scan_t attrs{};
+  attrs.dim = wrap(dim, self);
+  attrs.product = product;
+  return run1("tpj::complex_scan", self, meta, attrs_of(attrs));
 }
 
 bool is_complex_scan(const Tensor& self, std::optional<at::ScalarType> dtype) {
@@ -250,7 +280,7 @@ Tensor k_cumsum(const Tensor& self, int64_t dim, std::optional<at::ScalarType> d
   // (a 0-d self is copied, not scanned, so CPU takes bool there)
   TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool || self.dim() == 0,
                               "\"cumsum_out_cpu\" not implemented for 'Bool'");
-  return run1("aten::cumsum", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
+  return run1("aten::cumsum", self, m, attrs_of(scan_attrs(wrap(dim, self), m.scalar_type())));
 }
 
 Tensor k_cumprod(const Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
@@ -262,7 +292,7 @@ Tensor k_cumprod(const Tensor& self, int64_t dim, std::optional<at::ScalarType> 
   // (a 0-d self is copied, not scanned, so CPU takes bool there)
   TORCH_CHECK_NOT_IMPLEMENTED(m.scalar_type() != at::kBool || self.dim() == 0,
                               "\"cumprod_out_cpu\" not implemented for 'Bool'");
-  return run1("aten::cumprod", self, m, {wrap(dim, self), accumulator(m.scalar_type())});
+  return run1("aten::cumprod", self, m, attrs_of(scan_attrs(wrap(dim, self), m.scalar_type())));
 }
 
 Tensor k_logcumsumexp(const Tensor& self, int64_t dim) {
@@ -273,7 +303,7 @@ Tensor k_logcumsumexp(const Tensor& self, int64_t dim) {
                               self.scalar_type(), "'");
   int64_t d = wrap(dim, self);
   Tensor m = at::empty_like(to_meta(self), at::MemoryFormat::Contiguous);
-  return run1("aten::_logcumsumexp", self, m, {d, accumulator(m.scalar_type())});
+  return run1("aten::_logcumsumexp", self, m, attrs_of(scan_attrs(d, m.scalar_type())));
 }
 
 }  // namespace
@@ -361,7 +391,10 @@ void cummaxmin_helper(const char* op, const Tensor& self, Tensor& values, Tensor
   if (self.numel() > 0) {
     OpArgs a;
     a.tensor(self);
-    run_op(op, self.device().index(), a, {d, is_max ? 1 : 0}, {v, i});
+    tpj_attrs_cummaxmin_t attrs{};
+    attrs.dim = d;
+    attrs.is_max = is_max ? 1 : 0;
+    run_op(op, self.device().index(), a, attrs_of(attrs), {v, i});
   }
   assign_result(values, v, op);
   assign_result(indices, i, op);
@@ -478,7 +511,10 @@ Tensor nanmedian(const Tensor& self) {
                          [&] { at::nanmedian(self.cpu()); });
   if (self.numel() == 0)  // CPU: NaN for an empty input
     return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
-  return run_outs("aten::nanmedian", {&self}, {m}, {-1, 0})[0];
+  tpj_attrs_nanmedian_t attrs{};
+  attrs.dim = -1;
+  attrs.nan_index = 0;
+  return run_outs("aten::nanmedian", {&self}, {m}, attrs_of(attrs))[0];
 }
 
 Pair nanmedian_dim(const Tensor& self, int64_t dim, bool keepdim) {
@@ -488,8 +524,11 @@ Pair nanmedian_dim(const Tensor& self, int64_t dim, bool keepdim) {
   TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0,
                     "median(): Expected reduction dim ", d, " to have non-zero size.");
   int64_t n = self.dim() == 0 ? 1 : self.size(d);
+  tpj_attrs_nanmedian_t attrs{};
+  attrs.dim = d;
+  attrs.nan_index = all_nan_index(n);
   auto o = run_outs("aten::nanmedian.dim", {&self}, {std::get<0>(m), std::get<1>(m)},
-               {d, all_nan_index(n)});
+                    attrs_of(attrs));
   return {o[0], o[1]};
 }
 
@@ -509,11 +548,13 @@ Pair mode(const Tensor& self, int64_t dim, bool keepdim) {
   // kernel; a mode that occurs once has one index.
   bool long_slices = self.dim() > 0 && self.size(d) > 16 && self.numel() > 0;
   if (!long_slices) {
-    auto o = run_outs("aten::mode", {&self}, {std::get<0>(m), std::get<1>(m)}, {d});
+    auto o = run_outs("aten::mode", {&self}, {std::get<0>(m), std::get<1>(m)},
+                      attrs_of(select_attrs(d)));
     return {o[0], o[1]};
   }
   auto o = run_outs("aten::mode", {&self},
-               {std::get<0>(m), std::get<1>(m), at::empty({}, std::get<1>(m).options())}, {d});
+               {std::get<0>(m), std::get<1>(m), at::empty({}, std::get<1>(m).options())},
+               attrs_of(select_attrs(d)));
   if (to_host(o[2]).item<int64_t>() > 1) {
     dtype_fallback("aten::mode", self.scalar_type());
     auto r = at::mode(self.cpu(), dim, keepdim);
@@ -544,7 +585,8 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool r
     Tensor count = at::empty({}, longs);
     OpArgs a;
     a.tensor(self);
-    run_op("tpj::unique_consecutive_count", self.device().index(), a, {d}, {count});
+    run_op("tpj::unique_consecutive_count", self.device().index(), a, attrs_of(select_attrs(d)),
+           {count});
     runs = to_host(count).item<int64_t>();
   }
   std::vector<int64_t> vsizes = all ? std::vector<int64_t>{runs} : self.sizes().vec();
@@ -556,7 +598,10 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool r
   if (n > 0) {
     OpArgs a;
     a.tensor(self);
-    run_op(op, self.device().index(), a, {d, runs}, {values, inverse, counts});
+    tpj_attrs_unique_consecutive_t attrs{};
+    attrs.dim = d;
+    attrs.runs = runs;
+    run_op(op, self.device().index(), a, attrs_of(attrs), {values, inverse, counts});
   }
   if (all && !return_inverse) inverse = at::empty({0}, longs);
   if (all && !return_counts) counts = at::empty({0}, longs);
@@ -611,7 +656,9 @@ Tensor isin_run(const Tensor& elements, const Tensor* test, const at::Scalar* te
   } else {
     a.scalar(*test_scalar, common, dev.index());
   }
-  run_op(op, dev.index(), a, {invert}, {out});
+  tpj_attrs_isin_t attrs{};
+  attrs.invert = invert;
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 

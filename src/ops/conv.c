@@ -1,10 +1,11 @@
 /* ops/conv: convolution (plain and transposed, 1-3 spatial dims, groups)
  * with its backward, and 2-D pooling: max_pool2d_with_indices, avg_pool2d,
  * _adaptive_avg_pool2d, each with its backward. Half inputs are computed in
- * float32 (attrs[0] is the compute dtype), as PyTorch's CPU kernels
+ * float32 (the attributes' compute dtype), as PyTorch's CPU kernels
  * accumulate. Output sizes come from ctx->outs (PyTorch's own arithmetic);
  * the lowerings pick paddings that produce exactly those sizes. */
 #include "hlo/conv.h"
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 #define TPJ_SP TPJ_HLO_CONV_MAX_SPATIAL
@@ -15,33 +16,34 @@ static int tpj_conv_bad(tpj_op_ctx_t* ctx, const char* op) {
 }
 
 /* ---- convolution ---------------------------------------------------------
- * attrs: [0] compute dtype, [1] transposed, [2] groups, [3] nsp, then nsp
- * each of stride, padding, dilation, output_padding, then three flags:
- * forward: has_bias; backward: output_mask. */
+ * attrs: tpj_attrs_conv_t, its windows, then three flags:
+ * tpj_attrs_conv_bias_t (forward) or tpj_attrs_conv_mask_t (backward). */
 typedef struct {
   tpj_dtype_t cd;
   int transposed, nsp;
   int64_t groups;
   int64_t stride[TPJ_SP], pad[TPJ_SP], dil[TPJ_SP], opad[TPJ_SP];
-  int flag[3];
+  const int64_t* flags; /* the attributes past the windows (the three flags) */
 } tpj_conv_params_t;
 
 static int tpj_conv_params(tpj_op_ctx_t* ctx, int nin, tpj_conv_params_t* p, const char* op) {
-  if (ctx->nin < nin || ctx->nattrs < 4) return tpj_conv_bad(ctx, op);
-  p->cd = (tpj_dtype_t)ctx->attrs[0];
-  p->transposed = (int)ctx->attrs[1];
-  p->groups = ctx->attrs[2];
-  p->nsp = (int)ctx->attrs[3];
-  if (p->nsp < 1 || p->nsp > TPJ_SP || ctx->nattrs < 4 + 4 * p->nsp + 3 || p->groups < 1)
+  int head = TPJ_ATTRS_WORDS(tpj_attrs_conv_t), tail = TPJ_ATTRS_WORDS(tpj_attrs_conv_mask_t);
+  if (ctx->nin < nin || ctx->nattrs < head) return tpj_conv_bad(ctx, op);
+  const tpj_attrs_conv_t* at = TPJ_ATTRS(ctx, tpj_attrs_conv_t);
+  p->cd = (tpj_dtype_t)at->compute;
+  p->transposed = (int)at->transposed;
+  p->groups = at->groups;
+  p->nsp = (int)at->nsp;
+  if (p->nsp < 1 || p->nsp > TPJ_SP || ctx->nattrs < head + 4 * p->nsp + tail || p->groups < 1)
     return tpj_conv_bad(ctx, op);
-  const int64_t* a = ctx->attrs + 4;
+  const int64_t* a = at->windows;
   for (int i = 0; i < p->nsp; ++i) {
     p->stride[i] = a[i];
     p->pad[i] = a[p->nsp + i];
     p->dil[i] = a[2 * p->nsp + i];
     p->opad[i] = a[3 * p->nsp + i];
   }
-  for (int i = 0; i < 3; ++i) p->flag[i] = (int)a[4 * p->nsp + i];
+  p->flags = a + 4 * p->nsp;
   return 1;
 }
 
@@ -160,12 +162,13 @@ static tpj_hlo_value_t tpj_bias_shape(tpj_hlo_builder_t* b, tpj_hlo_value_t bias
   return tpj_hlo_emit_broadcast_in_dim(b, bias, like->dims, like->ndim, bd);
 }
 
-/* aten::convolution: in[0] input, in[1] weight, in[2] bias (flag[0]). */
+/* aten::convolution: in[0] input, in[1] weight, in[2] bias (has_bias). */
 void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_conv_params_t p;
   if (!tpj_conv_params(ctx, 2, &p, "convolution")) return;
-  if (p.flag[0] && ctx->nin < 3) {
+  int has_bias = (int)((const tpj_attrs_conv_bias_t*)p.flags)->has_bias;
+  if (has_bias && ctx->nin < 3) {
     tpj_conv_bad(ctx, "convolution");
     return;
   }
@@ -174,7 +177,7 @@ void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t w = tpj_hlo_emit_convert(b, ctx->in[1], p.cd);
   tpj_hlo_value_t y = p.transposed ? tpj_conv_transposed(b, x, w, &p, o->dims + 2)
                                    : tpj_conv_forward(b, x, w, &p, o->dims + 2);
-  if (p.flag[0]) {
+  if (has_bias) {
     tpj_hlo_value_t bias = tpj_hlo_emit_convert(b, ctx->in[2], p.cd);
     y = tpj_hlo_emit_binary(b, "stablehlo.add", y, tpj_bias_shape(b, bias, &y));
   }
@@ -182,23 +185,24 @@ void tpj_lower_convolution(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::convolution_backward: in[0] grad_output, in[1] input, in[2] weight;
- * flag[0..2] the output mask; one result per set flag, in order. */
+ * one result per set flag of the output mask, in order. */
 void tpj_lower_convolution_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_conv_params_t p;
   if (!tpj_conv_params(ctx, 3, &p, "convolution_backward")) return;
+  const int64_t* mask = ((const tpj_attrs_conv_mask_t*)p.flags)->mask;
   tpj_hlo_value_t gy = tpj_hlo_emit_convert(b, ctx->in[0], p.cd);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[1], p.cd);
   tpj_hlo_value_t w = tpj_hlo_emit_convert(b, ctx->in[2], p.cd);
   int n = 0;
-  if (p.flag[0]) {
+  if (mask[0]) {
     /* the transpose of the forward map, over its input */
     tpj_hlo_value_t gx = p.transposed ? tpj_conv_forward(b, gy, w, &p, x.dims + 2)
                                       : tpj_conv_transposed(b, gy, w, &p, x.dims + 2);
     results[n] = tpj_hlo_emit_convert(b, gx, ctx->outs[n].dtype);
     ++n;
   }
-  if (p.flag[1]) {
+  if (mask[1]) {
     /* a transposed conv is the transpose of a conv from gy to x, so its
      * weight gradient swaps the two roles */
     tpj_hlo_value_t gw = p.transposed ? tpj_conv_weight_grad(b, gy, x, &p, w.dims + 2)
@@ -206,7 +210,7 @@ void tpj_lower_convolution_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
     results[n] = tpj_hlo_emit_convert(b, gw, ctx->outs[n].dtype);
     ++n;
   }
-  if (p.flag[2]) {
+  if (mask[2]) {
     int64_t dims[TPJ_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < gy.ndim; ++i)
@@ -254,19 +258,19 @@ static tpj_hlo_value_t tpj_in_range(tpj_hlo_builder_t* b, tpj_hlo_value_t pos, i
   return tpj_hlo_emit_binary(b, "stablehlo.and", ge, lt);
 }
 
-/* aten::max_pool2d_with_indices: in[0] x; attrs kh, kw, sh, sw, ph, pw, dh,
- * dw. Results: the maxima and their flat indices h * W + w in the plane.
+/* aten::max_pool2d_with_indices: in[0] x; attrs tpj_attrs_max_pool2d_t.
+ * Results: the maxima and their flat indices h * W + w in the plane.
  * The window's taps are visited in CPU's order (row-major) and a tap wins
  * when it is greater or NaN, so ties keep the first maximum and NaN the last
  * NaN, exactly as PyTorch's CPU kernel; padding taps never win. */
 void tpj_lower_max_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 8 || ctx->nouts < 2) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_max_pool2d_t) || ctx->nouts < 2) {
     tpj_conv_bad(ctx, "max_pool2d_with_indices");
     return;
   }
-  const int64_t* a = ctx->attrs;
-  int64_t k[2] = {a[0], a[1]}, s[2] = {a[2], a[3]}, pad[2] = {a[4], a[5]}, dl[2] = {a[6], a[7]};
+  const tpj_attrs_max_pool2d_t* at = TPJ_ATTRS(ctx, tpj_attrs_max_pool2d_t);
+  const int64_t *k = at->kernel, *s = at->stride, *pad = at->padding, *dl = at->dilation;
   tpj_hlo_value_t x = tpj_planes(b, ctx->in[0]);
   const tpj_rt_shape_t* o = &ctx->outs[0];
   int64_t P = x.dims[0], H = x.dims[1], W = x.dims[2];
@@ -317,15 +321,15 @@ void tpj_lower_max_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::max_pool2d_with_indices_backward: in[0] grad_output, in[1] indices
- * (flat in each plane, from the forward); attrs[0] compute dtype. Each
+ * (flat in each plane, from the forward); attrs tpj_attrs_compute_t. Each
  * gradient is added at its index (overlapping windows accumulate). */
 void tpj_lower_max_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 2 || ctx->nattrs < 1) {
+  if (ctx->nin < 2 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_compute_t)) {
     tpj_conv_bad(ctx, "max_pool2d_with_indices_backward");
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_compute_t)->compute;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   int64_t HW = o->dims[o->ndim - 1] * o->dims[o->ndim - 2];
   tpj_hlo_value_t g = tpj_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], cd));
@@ -345,21 +349,23 @@ void tpj_lower_max_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
  * a window is clipped to the padded input for count_include_pad, to the
  * input otherwise; divisor_override (nonzero, negative too, as on CPU)
  * replaces both. */
-static tpj_hlo_value_t tpj_avg_divisor(tpj_hlo_builder_t* b, const int64_t* a, int64_t H,
-                                       int64_t W, int64_t OH, int64_t OW, tpj_dtype_t dt) {
+static tpj_hlo_value_t tpj_avg_divisor(tpj_hlo_builder_t* b, const tpj_attrs_avg_pool2d_t* a,
+                                       int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                       tpj_dtype_t dt) {
   int64_t od[2] = {OH, OW};
-  if (a[7] != 0)
-    return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_f64(b, dt, (double)a[7]), od, 2);
+  if (a->divisor_override != 0)
+    return tpj_hlo_emit_broadcast_to(
+        b, tpj_hlo_emit_const_f64(b, dt, (double)a->divisor_override), od, 2);
   tpj_hlo_value_t cnt[2];
   int64_t sz[2] = {H, W}, on[2] = {OH, OW};
   for (int i = 0; i < 2; ++i) {
-    int64_t k = a[i], s = a[2 + i], p = a[4 + i];
+    int64_t k = a->kernel[i], s = a->stride[i], p = a->padding[i];
     tpj_hlo_value_t start = tpj_affine(b, on[i], s, -p);
     tpj_hlo_value_t end = tpj_hlo_emit_binary(
         b, "stablehlo.minimum",
         tpj_hlo_emit_binary(b, "stablehlo.add", start, tpj_i64_full(b, k, &on[i], 1)),
         tpj_i64_full(b, sz[i] + p, &on[i], 1));
-    if (!a[6]) {
+    if (!a->count_include_pad) {
       start = tpj_hlo_emit_binary(b, "stablehlo.maximum", start, tpj_i64_full(b, 0, &on[i], 1));
       end = tpj_hlo_emit_binary(b, "stablehlo.minimum", end, tpj_i64_full(b, sz[i], &on[i], 1));
     }
@@ -369,33 +375,32 @@ static tpj_hlo_value_t tpj_avg_divisor(tpj_hlo_builder_t* b, const int64_t* a, i
 }
 
 /* A ones kernel (1, 1, kh, kw) and the conv params of the pooling window */
-static tpj_hlo_value_t tpj_avg_kernel(tpj_hlo_builder_t* b, const int64_t* a, tpj_dtype_t dt,
-                                      tpj_conv_params_t* p) {
+static tpj_hlo_value_t tpj_avg_kernel(tpj_hlo_builder_t* b, const tpj_attrs_avg_pool2d_t* a,
+                                      tpj_dtype_t dt, tpj_conv_params_t* p) {
   p->cd = dt;
   p->transposed = 0;
   p->nsp = 2;
   p->groups = 1;
   for (int i = 0; i < 2; ++i) {
-    p->stride[i] = a[2 + i];
-    p->pad[i] = a[4 + i];
+    p->stride[i] = a->stride[i];
+    p->pad[i] = a->padding[i];
     p->dil[i] = 1;
     p->opad[i] = 0;
   }
-  int64_t kd[4] = {1, 1, a[0], a[1]};
+  int64_t kd[4] = {1, 1, a->kernel[0], a->kernel[1]};
   return tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_one(b, dt), kd, 4);
 }
 
-/* aten::avg_pool2d: in[0] x; attrs kh, kw, sh, sw, ph, pw,
- * count_include_pad, divisor_override (0: none), compute dtype. Window sums
+/* aten::avg_pool2d: in[0] x; attrs tpj_attrs_avg_pool2d_t. Window sums
  * are a convolution of each plane with a ones kernel (zero padding). */
 void tpj_lower_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 9) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_avg_pool2d_t)) {
     tpj_conv_bad(ctx, "avg_pool2d");
     return;
   }
-  const int64_t* a = ctx->attrs;
-  tpj_dtype_t cd = (tpj_dtype_t)a[8];
+  const tpj_attrs_avg_pool2d_t* a = TPJ_ATTRS(ctx, tpj_attrs_avg_pool2d_t);
+  tpj_dtype_t cd = (tpj_dtype_t)a->compute;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t x = tpj_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], cd));
   int64_t P = x.dims[0], H = x.dims[1], W = x.dims[2];
@@ -415,12 +420,12 @@ void tpj_lower_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
  * transposed convolution with the same ones kernel. */
 void tpj_lower_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 9) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_avg_pool2d_t)) {
     tpj_conv_bad(ctx, "avg_pool2d_backward");
     return;
   }
-  const int64_t* a = ctx->attrs;
-  tpj_dtype_t cd = (tpj_dtype_t)a[8];
+  const tpj_attrs_avg_pool2d_t* a = TPJ_ATTRS(ctx, tpj_attrs_avg_pool2d_t);
+  tpj_dtype_t cd = (tpj_dtype_t)a->compute;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t g = tpj_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], cd));
   int64_t P = g.dims[0], OH = g.dims[1], OW = g.dims[2];
@@ -469,15 +474,15 @@ static tpj_hlo_value_t tpj_adaptive_apply(tpj_hlo_builder_t* b, tpj_hlo_value_t 
   return tpj_hlo_emit_dot_general(b, y, mw, NULL, NULL, 0, &xc, &mdim, 1, x.dtype);
 }
 
-/* aten::_adaptive_avg_pool2d: in[0] x (C, H, W) or (N, C, H, W); attrs[0]
- * compute dtype. out = Ah . x . Aw^T with the averaging matrices. */
+/* aten::_adaptive_avg_pool2d: in[0] x (C, H, W) or (N, C, H, W); attrs
+ * tpj_attrs_compute_t. out = Ah . x . Aw^T with the averaging matrices. */
 void tpj_lower_adaptive_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 1 || ctx->in[0].ndim < 3) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_compute_t) || ctx->in[0].ndim < 3) {
     tpj_conv_bad(ctx, "_adaptive_avg_pool2d");
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_compute_t)->compute;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   int n = x.ndim;
@@ -486,15 +491,15 @@ void tpj_lower_adaptive_avg_pool2d(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
   results[0] = tpj_hlo_emit_convert(b, tpj_adaptive_apply(b, x, mh, mw, 1), o->dtype);
 }
 
-/* aten::_adaptive_avg_pool2d_backward: in[0] grad_output; attrs[0] compute
- * dtype; the result has the input's shape: Ah^T . g . Aw. */
+/* aten::_adaptive_avg_pool2d_backward: in[0] grad_output; attrs
+ * tpj_attrs_compute_t; the result has the input's shape: Ah^T . g . Aw. */
 void tpj_lower_adaptive_avg_pool2d_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 1 || ctx->in[0].ndim < 3) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_compute_t) || ctx->in[0].ndim < 3) {
     tpj_conv_bad(ctx, "_adaptive_avg_pool2d_backward");
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_compute_t)->compute;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   int n = g.ndim;

@@ -13,18 +13,8 @@
 #include <math.h>
 
 #include "hlo/gather.h"
+#include "ops/attrs.h"
 #include "ops/ops.h"
-
-/* Scatter combine modes (attrs of the scatter lowering); the glue uses the
- * same numbers. */
-enum {
-  TPJ_SCATTER_SET = 0,
-  TPJ_SCATTER_SUM = 1,
-  TPJ_SCATTER_PROD = 2,
-  TPJ_SCATTER_MEAN = 3,
-  TPJ_SCATTER_AMAX = 4,
-  TPJ_SCATTER_AMIN = 5,
-};
 
 static tpj_hlo_value_t add(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_hlo_value_t y) {
   return tpj_hlo_emit_binary(b, "stablehlo.add", x, y);
@@ -110,12 +100,12 @@ static tpj_hlo_value_t linear_along(tpj_hlo_builder_t* b, tpj_hlo_value_t idx, c
   return lin;
 }
 
-/* gather: in[0] self, in[1] index (same rank as self, or 0-d); attrs[0] the
- * dim. outs[0] has index's dims. */
+/* gather: in[0] self, in[1] index (same rank as self, or 0-d); attrs
+ * tpj_attrs_index_dim_t. outs[0] has index's dims. */
 void tpj_lower_gather(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 2 || ctx->nattrs < 1) {
+  if (ctx->nin < 2 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_index_dim_t)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "gather: bad operands"));
     return;
   }
@@ -125,7 +115,8 @@ void tpj_lower_gather(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   }
   tpj_hlo_value_t x = at_least_1d(b, ctx->in[0]);
   tpj_hlo_value_t idx = at_least_1d(b, tpj_hlo_emit_convert(b, ctx->in[1], TPJ_I64));
-  tpj_hlo_value_t lin = linear_along(b, idx, x.dims, x.ndim, (int)ctx->attrs[0]);
+  int dim = (int)TPJ_ATTRS(ctx, tpj_attrs_index_dim_t)->dim;
+  tpj_hlo_value_t lin = linear_along(b, idx, x.dims, x.ndim, dim);
   tpj_hlo_value_t r = tpj_hlo_emit_gather_1d(b, flatten(b, x), lin);
   results[0] = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
 }
@@ -213,15 +204,15 @@ static tpj_hlo_value_t scatter_mode(tpj_hlo_builder_t* b, tpj_hlo_value_t flat,
 
 /* scatter, scatter_add, scatter_reduce: in[0] self, in[1] index (same rank
  * as self, or 0-d), in[2] src (a tensor at least index's size, or a 0-d
- * value); attrs[0] dim, attrs[1] mode (TPJ_SCATTER_*), attrs[2]
- * include_self. outs[0] has self's dims and dtype. */
+ * value); attrs tpj_attrs_scatter_t. outs[0] has self's dims and dtype. */
 void tpj_lower_scatter(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 3 || ctx->nattrs < 3) {
+  if (ctx->nin < 3 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_scatter_t)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "scatter: bad operands"));
     return;
   }
+  const tpj_attrs_scatter_t* at = TPJ_ATTRS(ctx, tpj_attrs_scatter_t);
   tpj_hlo_value_t x = at_least_1d(b, tpj_hlo_emit_convert(b, ctx->in[0], o->dtype));
   tpj_hlo_value_t idx = at_least_1d(b, tpj_hlo_emit_convert(b, ctx->in[1], TPJ_I64));
   if (prod_dims(o->dims, o->ndim) == 0 || tpj_hlo_numel(&idx) == 0) {
@@ -237,9 +228,9 @@ void tpj_lower_scatter(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     for (int i = 0; i < src.ndim; ++i) step[i] = 1;
     src = tpj_hlo_emit_slice(b, src, start, idx.dims, step);
   }
-  tpj_hlo_value_t lin = flatten(b, linear_along(b, idx, x.dims, x.ndim, (int)ctx->attrs[0]));
-  tpj_hlo_value_t r = scatter_mode(b, flatten(b, x), lin, flatten(b, src), (int)ctx->attrs[1],
-                                   (int)ctx->attrs[2]);
+  tpj_hlo_value_t lin = flatten(b, linear_along(b, idx, x.dims, x.ndim, (int)at->dim));
+  tpj_hlo_value_t r = scatter_mode(b, flatten(b, x), lin, flatten(b, src), (int)at->mode,
+                                   (int)at->include_self);
   results[0] = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
 }
 
@@ -292,18 +283,18 @@ static tpj_hlo_value_t advanced_linear(tpj_hlo_builder_t* b, const int64_t* xd, 
   return lin;
 }
 
-/* Reads the k index operands from in[first..] and their dims from attrs
- * [afirst..]; 0 (and a failure) when they do not fit self. */
-static int read_indices(tpj_op_ctx_t* ctx, int first, int afirst, int nd, tpj_hlo_value_t* idx,
-                        int64_t* pos) {
+/* Reads the k index operands from in[first..] and their dims from dims
+ * (ndims of them); 0 (and a failure) when they do not fit self. */
+static int read_indices(tpj_op_ctx_t* ctx, int first, const int64_t* dims, int ndims, int nd,
+                        tpj_hlo_value_t* idx, int64_t* pos) {
   int k = ctx->nin - first;
-  if (k < 1 || k > nd || ctx->nattrs - afirst != k) {
+  if (k < 1 || k > nd || ndims != k) {
     tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "index: bad operands"));
     return 0;
   }
   for (int j = 0; j < k; ++j) {
     idx[j] = ctx->in[first + j];
-    pos[j] = ctx->attrs[afirst + j];
+    pos[j] = dims[j];
     if (pos[j] < 0 || pos[j] >= nd || (j && pos[j] <= pos[j - 1]) ||
         !same_dims(&idx[j], &idx[0])) {
       tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "index: bad index operands"));
@@ -314,15 +305,15 @@ static int read_indices(tpj_op_ctx_t* ctx, int first, int afirst, int nd, tpj_hl
 }
 
 /* index.Tensor (and take): in[0] self, in[1..k] integer index tensors of
- * one shape; attrs[0..k-1] the dims they index (ascending). Bool masks were
- * turned into index tensors by the glue. */
+ * one shape; attrs the dims they index (a plain list, attrs.h). Bool masks
+ * were turned into index tensors by the glue. */
 void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t x = ctx->in[0];
   tpj_hlo_value_t idx[TPJ_MAX_DIMS];
   int64_t pos[TPJ_MAX_DIMS], rd[TPJ_MAX_DIMS];
-  int k = read_indices(ctx, 1, 0, x.ndim, idx, pos), rn = 0;
+  int k = read_indices(ctx, 1, ctx->attrs, ctx->nattrs, x.ndim, idx, pos), rn = 0;
   if (!k) return;
   if (prod_dims(o->dims, o->ndim) == 0) {
     results[0] = zeros(b, o);
@@ -339,19 +330,22 @@ void tpj_lower_index(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* index_put (accumulate or not): in[0] self, in[1] values (broadcast to the
- * indexing result), in[2..] index tensors of one shape; attrs[0]
- * accumulate, attrs[1..] the indexed dims. outs[0] is the new self. */
+ * indexing result), in[2..] index tensors of one shape; attrs
+ * tpj_attrs_index_put_t. outs[0] is the new self. */
 void tpj_lower_index_put(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 3 || ctx->nattrs < 2) {
+  if (ctx->nin < 3 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_index_put_t) + 1) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "index_put: bad operands"));
     return;
   }
+  const tpj_attrs_index_put_t* at = TPJ_ATTRS(ctx, tpj_attrs_index_put_t);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], o->dtype);
   tpj_hlo_value_t idx[TPJ_MAX_DIMS];
   int64_t pos[TPJ_MAX_DIMS], rd[TPJ_MAX_DIMS];
-  int k = read_indices(ctx, 2, 1, x.ndim, idx, pos), rn = 0;
+  int k = read_indices(ctx, 2, at->dims, ctx->nattrs - TPJ_ATTRS_WORDS(tpj_attrs_index_put_t),
+                       x.ndim, idx, pos),
+      rn = 0;
   if (!k) return;
   if (prod_dims(o->dims, o->ndim) == 0 || tpj_hlo_numel(&idx[0]) == 0) {
     results[0] = x;
@@ -359,25 +353,26 @@ void tpj_lower_index_put(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   }
   tpj_hlo_value_t lin = advanced_linear(b, x.dims, x.ndim, idx, pos, k, rd, &rn);
   tpj_hlo_value_t v = tpj_ops_cast_to(b, ctx->in[1], o->dtype, rd, rn);
-  int mode = ctx->attrs[0] ? TPJ_SCATTER_SUM : TPJ_SCATTER_SET;
+  int mode = at->accumulate ? TPJ_SCATTER_SUM : TPJ_SCATTER_SET;
   tpj_hlo_value_t r = scatter_mode(b, flatten(b, x), flatten(b, lin), flatten(b, v), mode, 1);
   results[0] = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
 }
 
 /* index_add, index_copy, index_fill: in[0] self, in[1] index (0-d or 1-D),
  * in[2] source (self's dims with dims[dim] = len(index)) or a 0-d fill
- * value, in[3] alpha (index_add only); attrs[0] dim, attrs[1] mode
- * (TPJ_SCATTER_SET or _SUM). Negative indices count from the end (only
+ * value, in[3] alpha (index_add only); attrs tpj_attrs_index_along_t.
+ * Negative indices count from the end (only
  * index_fill lets them through the glue). */
 void tpj_lower_index_along(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 3 || ctx->nattrs < 2) {
+  if (ctx->nin < 3 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_index_along_t)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "index_add/copy/fill: bad operands"));
     return;
   }
+  const tpj_attrs_index_along_t* at = TPJ_ATTRS(ctx, tpj_attrs_index_along_t);
   tpj_hlo_value_t x = at_least_1d(b, tpj_hlo_emit_convert(b, ctx->in[0], o->dtype));
-  int dim = (int)ctx->attrs[0], mode = (int)ctx->attrs[1];
+  int dim = (int)at->dim, mode = (int)at->mode;
   tpj_hlo_value_t idx = flatten(b, ctx->in[1]);
   int64_t m = idx.dims[0];
   if (prod_dims(o->dims, o->ndim) == 0 || m == 0 || dim < 0 || dim >= x.ndim) {
@@ -413,19 +408,20 @@ void tpj_lower_count_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                    tpj_hlo_emit_zero(b, TPJ_I64), &d0, 1, "stablehlo.add");
 }
 
-/* tpj::index_out_of_range: in[0] an integer index tensor; attrs[0] lo,
- * attrs[1] hi; outs[0] a 0-d bool, true when some value lies outside
- * [lo, hi). One program for an index check deferred to the device. */
+/* tpj::index_out_of_range: in[0] an integer index tensor; attrs
+ * tpj_attrs_index_range_t; outs[0] a 0-d bool, true when some value lies
+ * outside [lo, hi). One program for an index check deferred to the device. */
 void tpj_lower_index_out_of_range(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 2) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_index_range_t)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "index_out_of_range: bad operands"));
     return;
   }
+  const tpj_attrs_index_range_t* at = TPJ_ATTRS(ctx, tpj_attrs_index_range_t);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, flatten(b, ctx->in[0]), TPJ_I64);
   int64_t n = x.dims[0], d0 = 0;
-  tpj_hlo_value_t below = tpj_hlo_emit_compare(b, x, splat_i64(b, ctx->attrs[0], &n, 1), "LT");
-  tpj_hlo_value_t above = tpj_hlo_emit_compare(b, x, splat_i64(b, ctx->attrs[1], &n, 1), "GE");
+  tpj_hlo_value_t below = tpj_hlo_emit_compare(b, x, splat_i64(b, at->lo, &n, 1), "LT");
+  tpj_hlo_value_t above = tpj_hlo_emit_compare(b, x, splat_i64(b, at->hi, &n, 1), "GE");
   tpj_hlo_value_t bad = tpj_hlo_emit_binary(b, "stablehlo.or", below, above);
   results[0] = tpj_hlo_emit_reduce(b, bad, tpj_hlo_emit_zero(b, TPJ_BOOL), &d0, 1, "stablehlo.or");
 }
@@ -478,13 +474,15 @@ void tpj_lower_nonzero(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[0] = nonzero_rows(ctx->b, ctx->in[0], o->dims[0], 0);
 }
 
-/* nonzero_static: in[0] x; attrs[0] fill_value; outs[0] is (size, x.ndim)
+/* nonzero_static: in[0] x; attrs tpj_attrs_nonzero_static_t; outs[0] is (size, x.ndim)
  * i64. Its size is given, so no host wait: missing rows hold fill_value. */
 void tpj_lower_nonzero_static(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (o->ndim != 2 || o->dims[1] != ctx->in[0].ndim || ctx->nattrs < 1) {
+  if (o->ndim != 2 || o->dims[1] != ctx->in[0].ndim ||
+      ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_nonzero_static_t)) {
     tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "nonzero_static: bad operands"));
     return;
   }
-  results[0] = nonzero_rows(ctx->b, ctx->in[0], o->dims[0], ctx->attrs[0]);
+  results[0] = nonzero_rows(ctx->b, ctx->in[0], o->dims[0],
+                            TPJ_ATTRS(ctx, tpj_attrs_nonzero_static_t)->fill_value);
 }

@@ -1,13 +1,13 @@
 /* ops/loss: nll_loss and nll_loss2d, forward and backward (cross_entropy
  * is log_softmax + nll_loss); the pointwise losses are in
- * ops/loss_pointwise.c, the margin losses in ops/loss_margin.c. The class of each row is picked with a one-hot comparison
- * against an iota rather than a gather, so ignore_index (which may lie
- * outside [0, C)) simply matches nothing. Targets out of range are rejected
- * by the glue on the host first.
- * attrs: [0] compute dtype, [1] reduction (0 none, 1 mean, 2 sum),
- *        [2] ignore_index, [3] has weight. */
+ * ops/loss_pointwise.c, the margin losses in ops/loss_margin.c. The class
+ * of each row is picked with a one-hot comparison against an iota rather
+ * than a gather, so ignore_index (which may lie outside [0, C)) simply
+ * matches nothing. Targets out of range are rejected by the glue on the
+ * host first. attrs: tpj_attrs_nll_loss_t. */
 #include <math.h>
 
+#include "ops/attrs.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 
@@ -20,7 +20,8 @@ typedef struct {
 static int tpj_nll_prepare(tpj_op_ctx_t* ctx, tpj_hlo_value_t self, tpj_hlo_value_t target,
                            int weight_at, tpj_nll_t* out) {
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  const tpj_attrs_nll_loss_t* at = TPJ_ATTRS(ctx, tpj_attrs_nll_loss_t);
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   int64_t c = self.ndim == 2 ? self.dims[1] : self.dims[0];
   int64_t n = self.ndim == 2 ? self.dims[0] : 1;
   int64_t nc[2] = {n, c};
@@ -30,12 +31,12 @@ static int tpj_nll_prepare(tpj_op_ctx_t* ctx, tpj_hlo_value_t self, tpj_hlo_valu
   tpj_hlo_value_t tt = tpj_hlo_emit_broadcast_in_dim(b, t, nc, 2, &bd0);
   tpj_hlo_value_t cols = tpj_hlo_emit_iota(b, TPJ_I64, nc, 2, 1);
   tpj_hlo_value_t keep = tpj_hlo_emit_compare(
-      b, t, tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, ctx->attrs[2]), &n, 1), "NE");
+      b, t, tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, at->ignore_index), &n, 1), "NE");
   out->hot = tpj_hlo_emit_binary(b, "stablehlo.and", tpj_hlo_emit_compare(b, cols, tt, "EQ"),
                                  tpj_hlo_emit_broadcast_in_dim(b, keep, nc, 2, &bd0));
   tpj_hlo_value_t zero = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), nc, 2);
   tpj_hlo_value_t wfull;
-  if (ctx->attrs[3]) {
+  if (at->has_weight) {
     int64_t bd1 = 1;
     wfull = tpj_hlo_emit_broadcast_in_dim(b, tpj_hlo_emit_convert(b, ctx->in[weight_at], cd), nc, 2, &bd1);
   } else {
@@ -50,13 +51,15 @@ static int tpj_nll_prepare(tpj_op_ctx_t* ctx, tpj_hlo_value_t self, tpj_hlo_valu
 /* in[0] self, in[1] target, [in[2] weight]; outs: output, total_weight */
 void tpj_lower_nll_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nattrs < 4 || ctx->nin < 2 + (ctx->attrs[3] != 0) || ctx->nouts < 2) {
+  const tpj_attrs_nll_loss_t* at = TPJ_ATTRS(ctx, tpj_attrs_nll_loss_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_nll_loss_t) || ctx->nin < 2 + (at->has_weight != 0) ||
+      ctx->nouts < 2) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "nll_loss_forward: bad operands"));
     return;
   }
   tpj_nll_t p;
   if (!tpj_nll_prepare(ctx, ctx->in[0], ctx->in[1], 2, &p)) return;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   int64_t red = 1, all = 0;
   tpj_hlo_value_t zero = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, cd), p.x.dims, 2);
   tpj_hlo_value_t picked = tpj_hlo_emit_reduce(b, tpj_hlo_emit_select(b, p.hot, p.x, zero),
@@ -66,9 +69,9 @@ void tpj_lower_nll_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                             tpj_hlo_emit_binary(b, "stablehlo.multiply", picked, p.w));
   tpj_hlo_value_t total = tpj_hlo_emit_reduce(b, p.w, tpj_hlo_emit_zero(b, cd), &all, 1, "stablehlo.add");
   tpj_hlo_value_t out = loss;
-  if (ctx->attrs[1] != 0) {
+  if (at->reduction != 0) {
     out = tpj_hlo_emit_reduce(b, loss, tpj_hlo_emit_zero(b, cd), &all, 1, "stablehlo.add");
-    if (ctx->attrs[1] == 1) out = tpj_hlo_emit_binary(b, "stablehlo.divide", out, total);
+    if (at->reduction == 1) out = tpj_hlo_emit_binary(b, "stablehlo.divide", out, total);
   }
   results[0] = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, out, ctx->outs[0].dtype),
                                     ctx->outs[0].dims, ctx->outs[0].ndim);
@@ -81,20 +84,21 @@ void tpj_lower_nll_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
  * [in[4] weight]; out: grad_input like self */
 void tpj_lower_nll_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nattrs < 4 || ctx->nin < 4 + (ctx->attrs[3] != 0)) {
+  const tpj_attrs_nll_loss_t* at = TPJ_ATTRS(ctx, tpj_attrs_nll_loss_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_nll_loss_t) || ctx->nin < 4 + (at->has_weight != 0)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "nll_loss_backward: bad operands"));
     return;
   }
   tpj_nll_t p;
   if (!tpj_nll_prepare(ctx, ctx->in[1], ctx->in[2], 4, &p)) return;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   int64_t n = p.x.dims[0];
   tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
-  if (ctx->attrs[1] == 0) {
+  if (at->reduction == 0) {
     g = tpj_hlo_emit_reshape(b, g, &n, 1);
   } else {
     g = tpj_hlo_emit_reshape(b, g, NULL, 0);
-    if (ctx->attrs[1] == 1) {
+    if (at->reduction == 1) {
       tpj_hlo_value_t tw = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, ctx->in[3], cd), NULL, 0);
       g = tpj_hlo_emit_binary(b, "stablehlo.divide", g, tw);
     }

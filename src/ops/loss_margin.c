@@ -1,8 +1,8 @@
 /* ops/loss_margin: multi_margin_loss and multilabel_margin_loss with their
  * backward. Inputs are (N, C) or (C); classes are picked by one-hot
  * comparisons against an iota (targets are range-checked by the glue).
- * attrs[0] is the compute dtype (float32 for half inputs), attrs[1] the
- * reduction (0 none, 1 mean, 2 sum). */
+ * The compute dtype is float32 for half inputs. */
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 #define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
@@ -55,8 +55,8 @@ static tpj_hlo_value_t tpj_margin_gscale(tpj_hlo_builder_t* b, tpj_hlo_value_t g
 }
 
 /* ---- multi_margin_loss ----------------------------------------------------
- * in[0] x, in[1] target, [weight], margin (0-d); attrs[2] p (1 or 2),
- * attrs[3] has weight. Row i: sum over j != y of w[y] * max(0, margin -
+ * in[0] x, in[1] target, [weight], margin (0-d); attrs
+ * tpj_attrs_multi_margin_t. Row i: sum over j != y of w[y] * max(0, margin -
  * x[y] + x[j])^p, over C. */
 typedef struct {
   int64_t nc[2];
@@ -68,10 +68,12 @@ typedef struct {
 
 static int tpj_mm_prepare(tpj_op_ctx_t* ctx, int first, tpj_mm_t* m, const char* op) {
   tpj_hlo_builder_t* b = ctx->b;
-  int hw = ctx->nattrs > 3 && ctx->attrs[3];
-  if (ctx->nattrs < 4 || ctx->nin < first + 3 + hw || ctx->in[first].ndim > 2)
+  const tpj_attrs_multi_margin_t* at = TPJ_ATTRS(ctx, tpj_attrs_multi_margin_t);
+  int words = TPJ_ATTRS_WORDS(tpj_attrs_multi_margin_t);
+  int hw = ctx->nattrs >= words && at->has_weight;
+  if (ctx->nattrs < words || ctx->nin < first + 3 + hw || ctx->in[first].ndim > 2)
     return tpj_margin_bad(ctx, op);
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   tpj_hlo_value_t x = ctx->in[first];
   m->nc[0] = x.ndim == 2 ? x.dims[0] : 1;
   m->nc[1] = x.ndim ? x.dims[x.ndim - 1] : 1;
@@ -100,12 +102,13 @@ void tpj_lower_multi_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_mm_t m;
   if (!tpj_mm_prepare(ctx, 0, &m, "multi_margin_loss")) return;
-  tpj_hlo_value_t h = ctx->attrs[2] == 2 ? TPJ_MUL(m.z, m.z) : m.z;
+  const tpj_attrs_multi_margin_t* at = TPJ_ATTRS(ctx, tpj_attrs_multi_margin_t);
+  tpj_hlo_value_t h = at->p == 2 ? TPJ_MUL(m.z, m.z) : m.z;
   h = tpj_hlo_emit_select(b, m.on, TPJ_MUL(h, m.wy), tpj_margin_full(b, tpj_hlo_emit_zero(b, h.dtype), m.nc, 2));
   tpj_hlo_value_t rows = tpj_hlo_emit_binary(
       b, "stablehlo.divide", tpj_margin_rowsum(b, h),
       tpj_margin_full(b, tpj_hlo_emit_const_f64(b, h.dtype, (double)m.nc[1]), m.nc, 1));
-  results[0] = tpj_margin_reduce(b, rows, ctx->attrs[1], &ctx->outs[0]);
+  results[0] = tpj_margin_reduce(b, rows, at->reduction, &ctx->outs[0]);
 }
 
 /* in[0] grad_output, then the forward's operands. */
@@ -113,9 +116,10 @@ void tpj_lower_multi_margin_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* re
   tpj_hlo_builder_t* b = ctx->b;
   tpj_mm_t m;
   if (!tpj_mm_prepare(ctx, 1, &m, "multi_margin_loss_backward")) return;
+  const tpj_attrs_multi_margin_t* at = TPJ_ATTRS(ctx, tpj_attrs_multi_margin_t);
   tpj_dtype_t cd = m.x.dtype;
-  tpj_hlo_value_t s = tpj_margin_gscale(b, ctx->in[0], ctx->attrs[1], m.nc[0], m.nc[1], cd);
-  tpj_hlo_value_t d = ctx->attrs[2] == 2 ? TPJ_MUL(tpj_margin_full(b, tpj_hlo_emit_const_f64(b, cd, 2.0), m.nc, 2), m.z)
+  tpj_hlo_value_t s = tpj_margin_gscale(b, ctx->in[0], at->reduction, m.nc[0], m.nc[1], cd);
+  tpj_hlo_value_t d = at->p == 2 ? TPJ_MUL(tpj_margin_full(b, tpj_hlo_emit_const_f64(b, cd, 2.0), m.nc, 2), m.z)
                                          : tpj_margin_full(b, tpj_hlo_emit_one(b, cd), m.nc, 2);
   tpj_hlo_value_t zero = tpj_margin_full(b, tpj_hlo_emit_zero(b, cd), m.nc, 2);
   tpj_hlo_value_t gj = tpj_hlo_emit_select(b, m.on, TPJ_MUL(TPJ_MUL(d, m.wy), tpj_margin_rows(b, s, m.nc)), zero);
@@ -146,7 +150,7 @@ typedef struct {
  * given (the backward), else computed. */
 static int tpj_ml_prepare(tpj_op_ctx_t* ctx, int first, int has_it, tpj_ml_t* m) {
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_multilabel_margin_t)->compute;
   tpj_hlo_value_t x = ctx->in[first];
   int64_t n = x.ndim == 2 ? x.dims[0] : 1, c = x.ndim ? x.dims[x.ndim - 1] : 1;
   m->nc[0] = m->nkc[0] = n;
@@ -197,7 +201,8 @@ static int tpj_ml_prepare(tpj_op_ctx_t* ctx, int first, int has_it, tpj_ml_t* m)
 void tpj_lower_multilabel_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_ml_t m;
-  if (ctx->nin < 2 || ctx->nattrs < 2 || ctx->nouts < 2 || ctx->in[0].ndim > 2) {
+  if (ctx->nin < 2 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_multilabel_margin_t) ||
+      ctx->nouts < 2 || ctx->in[0].ndim > 2) {
     tpj_margin_bad(ctx, "multilabel_margin_loss_forward");
     return;
   }
@@ -208,7 +213,8 @@ void tpj_lower_multilabel_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* result
   tpj_hlo_value_t rows = tpj_hlo_emit_reduce(b, h, tpj_hlo_emit_zero(b, cd), r12, 2, "stablehlo.add");
   rows = tpj_hlo_emit_binary(b, "stablehlo.divide", rows,
                              tpj_margin_full(b, tpj_hlo_emit_const_f64(b, cd, (double)m.nc[1]), m.nc, 1));
-  results[0] = tpj_margin_reduce(b, rows, ctx->attrs[1], &ctx->outs[0]);
+  const tpj_attrs_multilabel_margin_t* at = TPJ_ATTRS(ctx, tpj_attrs_multilabel_margin_t);
+  results[0] = tpj_margin_reduce(b, rows, at->reduction, &ctx->outs[0]);
   const tpj_rt_shape_t* o1 = &ctx->outs[1];
   results[1] = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, m.it, o1->dtype), o1->dims, o1->ndim);
 }
@@ -219,7 +225,8 @@ void tpj_lower_multilabel_margin_loss(tpj_op_ctx_t* ctx, tpj_hlo_value_t* result
 void tpj_lower_multilabel_margin_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_ml_t m;
-  if (ctx->nin < 4 || ctx->nattrs < 2 || ctx->in[1].ndim > 2) {
+  if (ctx->nin < 4 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_multilabel_margin_t) ||
+      ctx->in[1].ndim > 2) {
     tpj_margin_bad(ctx, "multilabel_margin_loss_backward");
     return;
   }
@@ -233,7 +240,8 @@ void tpj_lower_multilabel_margin_loss_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_
       b, tpj_hlo_emit_select(b, m.hot, tpj_hlo_emit_broadcast_in_dim(b, cnt, m.nkc, 3, bd01),
                              tpj_margin_full(b, tpj_hlo_emit_zero(b, cd), m.nkc, 3)),
       tpj_hlo_emit_zero(b, cd), &r1, 1, "stablehlo.add");
-  tpj_hlo_value_t s = tpj_margin_gscale(b, ctx->in[0], ctx->attrs[1], m.nc[0], m.nc[1], cd);
+  const tpj_attrs_multilabel_margin_t* at = TPJ_ATTRS(ctx, tpj_attrs_multilabel_margin_t);
+  tpj_hlo_value_t s = tpj_margin_gscale(b, ctx->in[0], at->reduction, m.nc[0], m.nc[1], cd);
   tpj_hlo_value_t r = TPJ_MUL(TPJ_SUB(beats, lost), tpj_margin_rows(b, s, m.nc));
   const tpj_rt_shape_t* o = &ctx->outs[0];
   results[0] = tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, r, o->dims, o->ndim), o->dtype);

@@ -1,5 +1,5 @@
 /* ops/norm: batch norm, group norm and layer norm, forward and backward. Statistics
- * are computed in the compute dtype attrs[0] (float32 for half inputs, as
+ * are computed in the compute dtype (float32 for half inputs, as
  * CPU's kernels accumulate), with the two-pass (x - mean)^2 variance; eps
  * and momentum are 0-d runtime scalars so changing them never recompiles.
  * Batch norm's running-stat update is returned as two extra results that the
@@ -7,6 +7,7 @@
  * place. */
 #include <math.h>
 
+#include "ops/attrs.h"
 #include "ops/ops.h"
 #include "ops/sugar.h"
 
@@ -69,24 +70,26 @@ static tpj_hlo_value_t tpj_bn_out(tpj_hlo_builder_t* b, tpj_hlo_value_t v, const
   return v;
 }
 
-/* attrs: [0] cd, [1] training, [2] has weight, [3] has bias, [4] has running
- * stats. in: x, [weight], [bias], [running_mean, running_var], momentum, eps.
- * outs: y, save_mean, save_invstd, then (training with running stats) the
- * new running_mean and running_var. In eval mode only y is needed. */
+/* attrs: tpj_attrs_batch_norm_t. in: x, [weight], [bias], [running_mean,
+ * running_var], momentum, eps. outs: y, save_mean, save_invstd, then
+ * (training with running stats) the new running_mean and running_var. In
+ * eval mode only y is needed. */
 void tpj_lower_batch_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nattrs < 5 || ctx->nouts < (ctx->attrs[1] ? 3 : 1) || ctx->in[0].ndim < 2) {
+  const tpj_attrs_batch_norm_t* at = TPJ_ATTRS(ctx, tpj_attrs_batch_norm_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_batch_norm_t) ||
+      ctx->nouts < (at->training ? 3 : 1) || ctx->in[0].ndim < 2) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_batch_norm: bad operands"));
     return;
   }
-  int train = (int)ctx->attrs[1], hw = (int)ctx->attrs[2], hb = (int)ctx->attrs[3];
-  int hr = (int)ctx->attrs[4];
+  int train = (int)at->training, hw = (int)at->has_weight, hb = (int)at->has_bias;
+  int hr = (int)at->has_running;
   int need = 3 + hw + hb + 2 * hr;
   if (ctx->nin < need || (!train && !hr) || (train && hr && ctx->nouts < 5)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_batch_norm: bad operands"));
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   int next = 1;
   tpj_hlo_value_t w = kNone, bias = kNone, rm = kNone, rv = kNone;
@@ -138,18 +141,20 @@ void tpj_lower_batch_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   }
 }
 
-/* attrs: [0] cd, [1] train, [2] has weight, [3..5] output mask.
+/* attrs: tpj_attrs_batch_norm_backward_t.
  * in: grad_out, x, [weight], mean, var_or_invstd, eps. Training passes the
  * saved mean and invstd; eval passes running_mean and running_var (invstd
  * is then 1/sqrt(var + eps)). outs: the masked-in grads in order. */
 void tpj_lower_batch_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nattrs < 6 || ctx->nin < 5 + (ctx->attrs[2] != 0) || ctx->in[1].ndim < 2) {
+  const tpj_attrs_batch_norm_backward_t* at = TPJ_ATTRS(ctx, tpj_attrs_batch_norm_backward_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_batch_norm_backward_t) ||
+      ctx->nin < 5 + (at->has_weight != 0) || ctx->in[1].ndim < 2) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_batch_norm_backward: bad operands"));
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int train = (int)ctx->attrs[1], hw = (int)ctx->attrs[2];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int train = (int)at->training, hw = (int)at->has_weight;
   tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[1], cd);
   int next = 2;
@@ -167,7 +172,7 @@ void tpj_lower_batch_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
   tpj_hlo_value_t sum_g = tpj_bn_sum(b, g);
   tpj_hlo_value_t sum_gx = tpj_bn_sum(b, MUL(g, xhat));
   int out = 0;
-  if (ctx->attrs[3]) {
+  if (at->mask[0]) {
     tpj_hlo_value_t scale = hw ? MUL(is, tpj_bn_chan(b, w, &x)) : is;
     tpj_hlo_value_t gi;
     if (train) {
@@ -181,11 +186,11 @@ void tpj_lower_batch_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
     results[out] = tpj_hlo_emit_convert(b, gi, ctx->outs[out].dtype);
     out++;
   }
-  if (ctx->attrs[4]) {
+  if (at->mask[1]) {
     results[out] = tpj_bn_out(b, sum_gx, &ctx->outs[out]);
     out++;
   }
-  if (ctx->attrs[5]) {
+  if (at->mask[2]) {
     results[out] = tpj_bn_out(b, sum_g, &ctx->outs[out]);
     out++;
   }
@@ -193,8 +198,8 @@ void tpj_lower_batch_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
 
 /* ---- group norm ----------------------------------------------------------
  * x is (N, C, *) seen as (N, G, C/G * HxW) for the statistics and as
- * (N, C, HxW) for the per-channel affine. attrs: [0] cd, [1] N, [2] C,
- * [3] HxW, [4] group. */
+ * (N, C, HxW) for the per-channel affine. attrs: tpj_attrs_group_norm_t,
+ * tpj_attrs_group_norm_backward_t. */
 
 typedef struct {
   int64_t n, c, hw, g, d;   /* d = C/G * HxW */
@@ -202,11 +207,12 @@ typedef struct {
   int64_t ngd[3];           /* (N, G, D) */
 } tpj_gn_t;
 
-static int tpj_gn_dims(tpj_op_ctx_t* ctx, tpj_gn_t* s) {
-  s->n = ctx->attrs[1];
-  s->c = ctx->attrs[2];
-  s->hw = ctx->attrs[3];
-  s->g = ctx->attrs[4];
+static int tpj_gn_dims(tpj_op_ctx_t* ctx, int64_t n, int64_t c, int64_t hxw, int64_t group,
+                       tpj_gn_t* s) {
+  s->n = n;
+  s->c = c;
+  s->hw = hxw;
+  s->g = group;
   if (s->g <= 0 || s->c % s->g != 0) {
     tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "native_group_norm: bad groups"));
     return 0;
@@ -232,18 +238,20 @@ static tpj_hlo_value_t tpj_gn_stat(tpj_hlo_builder_t* b, tpj_hlo_value_t v, cons
   return tpj_hlo_emit_broadcast_in_dim(b, v, s->ngd, 3, bd);
 }
 
-/* in: x, [weight], [bias], eps; attrs[5] has weight, attrs[6] has bias.
+/* in: x, [weight], [bias], eps.
  * outs: y, mean (N, G), rstd (N, G). */
 void tpj_lower_group_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_gn_t s;
-  if (ctx->nattrs < 7 || ctx->nouts < 3 ||
-      ctx->nin < 2 + (ctx->attrs[5] != 0) + (ctx->attrs[6] != 0) || !tpj_gn_dims(ctx, &s)) {
+  const tpj_attrs_group_norm_t* at = TPJ_ATTRS(ctx, tpj_attrs_group_norm_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_group_norm_t) || ctx->nouts < 3 ||
+      ctx->nin < 2 + (at->has_weight != 0) + (at->has_bias != 0) ||
+      !tpj_gn_dims(ctx, at->n, at->c, at->hxw, at->group, &s)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_group_norm: bad operands"));
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int hw = (int)ctx->attrs[5], hb = (int)ctx->attrs[6];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int hw = (int)at->has_weight, hb = (int)at->has_bias;
   tpj_hlo_value_t x = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, ctx->in[0], cd), s.ngd, 3);
   int next = 1;
   tpj_hlo_value_t w = hw ? ctx->in[next++] : kNone;
@@ -264,17 +272,20 @@ void tpj_lower_group_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[2] = tpj_bn_out(b, rstd, &ctx->outs[2]);
 }
 
-/* in: grad_out, x, mean, rstd, [weight]; attrs[5] has weight, attrs[6..8]
- * the output mask. outs: the masked-in grads in order. */
+/* in: grad_out, x, mean, rstd, [weight].
+ * outs: the masked-in grads in order. */
 void tpj_lower_group_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_gn_t s;
-  if (ctx->nattrs < 9 || ctx->nin < 4 + (ctx->attrs[5] != 0) || !tpj_gn_dims(ctx, &s)) {
+  const tpj_attrs_group_norm_backward_t* at = TPJ_ATTRS(ctx, tpj_attrs_group_norm_backward_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_group_norm_backward_t) ||
+      ctx->nin < 4 + (at->has_weight != 0) ||
+      !tpj_gn_dims(ctx, at->n, at->c, at->hxw, at->group, &s)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_group_norm_backward: bad operands"));
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int hw = (int)ctx->attrs[5];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int hw = (int)at->has_weight;
   tpj_hlo_value_t g = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, ctx->in[0], cd), s.ngd, 3);
   tpj_hlo_value_t x = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, ctx->in[1], cd), s.ngd, 3);
   int64_t ng[2] = {s.n, s.g};
@@ -285,7 +296,7 @@ void tpj_lower_group_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
   int out = 0;
   int64_t two = 2;
   double inv = s.d > 0 ? 1.0 / (double)s.d : 0.0;
-  if (ctx->attrs[6]) {
+  if (at->mask[0]) {
     tpj_hlo_value_t gw = hw ? MUL(g, tpj_gn_chan(b, ctx->in[4], &s, cd)) : g;
     /* rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) over each group */
     tpj_hlo_value_t mg = tpj_gn_stat(b, tpj_norm_scale(b, tpj_norm_sum(b, gw, &two, 1), inv), &s);
@@ -298,7 +309,7 @@ void tpj_lower_group_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
   /* per-channel sums over N and HxW, in the (N, C, HxW) view */
   int64_t red[2] = {0, 2};
   for (int k = 0; k < 2; ++k) {
-    if (!ctx->attrs[7 + k]) continue;
+    if (!at->mask[1 + k]) continue;
     tpj_hlo_value_t v = k == 0 ? MUL(g, xhat) : g;
     v = tpj_norm_sum(b, tpj_hlo_emit_reshape(b, v, s.ncs, 3), red, 2);
     results[out] = tpj_bn_out(b, v, &ctx->outs[out]);
@@ -311,11 +322,10 @@ void tpj_lower_group_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
 #define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
 
 /* ---- layer norm ---------------------------------------------------------
- * attrs[0] compute dtype, attrs[1] the first normalized axis, attrs[2]
- * has weight, attrs[3] has bias.
- * forward: in[0] x, [weight], [bias], then eps (0-d); outs: y, mean, rstd.
- * backward: in[0] grad_out, in[1] x, in[2] mean, in[3] rstd, [weight];
- * attrs[4..6] the output mask; outs: the masked-in grads in order. */
+ * forward: attrs tpj_attrs_layer_norm_t; in[0] x, [weight], [bias], then eps
+ * (0-d); outs: y, mean, rstd.
+ * backward: attrs tpj_attrs_layer_norm_backward_t; in[0] grad_out, in[1] x,
+ * in[2] mean, in[3] rstd, [weight]; outs: the masked-in grads in order. */
 
 static int tpj_ln_axes(const tpj_hlo_value_t* x, int64_t axis, int64_t* axes) {
   int n = 0;
@@ -352,18 +362,19 @@ static tpj_hlo_value_t tpj_ln_stat(tpj_hlo_builder_t* b, tpj_hlo_value_t full, c
 
 void tpj_lower_layer_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nattrs < 4 || ctx->nouts < 3 ||
-      ctx->nin < 2 + (ctx->attrs[2] != 0) + (ctx->attrs[3] != 0)) {
+  const tpj_attrs_layer_norm_t* at = TPJ_ATTRS(ctx, tpj_attrs_layer_norm_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_layer_norm_t) || ctx->nouts < 3 ||
+      ctx->nin < 2 + (at->has_weight != 0) + (at->has_bias != 0)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_layer_norm: bad operands"));
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int64_t axis = ctx->attrs[1];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int64_t axis = at->axis;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   int next = 1;
   tpj_hlo_value_t w = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}}, bias = w;
-  if (ctx->attrs[2]) w = ctx->in[next++];
-  if (ctx->attrs[3]) bias = ctx->in[next++];
+  if (at->has_weight) w = ctx->in[next++];
+  if (at->has_bias) bias = ctx->in[next++];
   tpj_hlo_value_t eps = tpj_hlo_emit_convert(b, ctx->in[next], cd);
   int64_t axes[TPJ_MAX_DIMS];
   int n = tpj_ln_axes(&x, axis, axes);
@@ -385,8 +396,8 @@ void tpj_lower_layer_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t rstd = tpj_hlo_emit_unary(
       b, "stablehlo.rsqrt", TPJ_ADD(var, tpj_hlo_emit_broadcast_to(b, eps, var.dims, var.ndim)));
   tpj_hlo_value_t y = TPJ_MUL(xc, rstd);
-  if (ctx->attrs[2]) y = TPJ_MUL(y, tpj_ops_cast_to(b, w, cd, x.dims, x.ndim));
-  if (ctx->attrs[3]) y = TPJ_ADD(y, tpj_ops_cast_to(b, bias, cd, x.dims, x.ndim));
+  if (at->has_weight) y = TPJ_MUL(y, tpj_ops_cast_to(b, w, cd, x.dims, x.ndim));
+  if (at->has_bias) y = TPJ_ADD(y, tpj_ops_cast_to(b, bias, cd, x.dims, x.ndim));
   results[0] = tpj_hlo_emit_convert(b, y, ctx->outs[0].dtype);
   results[1] = tpj_ln_stat(b, mean, &ctx->outs[1], axis);
   results[2] = tpj_ln_stat(b, rstd, &ctx->outs[2], axis);
@@ -394,12 +405,14 @@ void tpj_lower_layer_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 
 void tpj_lower_layer_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nattrs < 7 || ctx->nin < 4 + (ctx->attrs[2] != 0)) {
+  const tpj_attrs_layer_norm_backward_t* at = TPJ_ATTRS(ctx, tpj_attrs_layer_norm_backward_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_layer_norm_backward_t) ||
+      ctx->nin < 4 + (at->has_weight != 0)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "native_layer_norm_backward: bad operands"));
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int64_t axis = ctx->attrs[1];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int64_t axis = at->axis;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[1], cd);
   tpj_hlo_value_t go = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   tpj_hlo_value_t mean = tpj_ops_cast_to(b, ctx->in[2], cd, x.dims, x.ndim);
@@ -409,9 +422,9 @@ void tpj_lower_layer_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
   int n = tpj_ln_axes(&x, axis, axes);
   for (int64_t i = 0; i < axis; ++i) batch[i] = i;
   int out = 0;
-  if (ctx->attrs[4]) {
+  if (at->mask[0]) {
     tpj_hlo_value_t g = go;
-    if (ctx->attrs[2]) g = TPJ_MUL(g, tpj_ops_cast_to(b, ctx->in[4], cd, x.dims, x.ndim));
+    if (at->has_weight) g = TPJ_MUL(g, tpj_ops_cast_to(b, ctx->in[4], cd, x.dims, x.ndim));
     /* rstd * (g - mean(g) - xhat * mean(g * xhat)) */
     tpj_hlo_value_t gi = TPJ_MUL(rstd, TPJ_SUB(TPJ_SUB(g, tpj_ln_mean(b, g, axes, n)),
                                                TPJ_MUL(xhat, tpj_ln_mean(b, TPJ_MUL(g, xhat), axes, n))));
@@ -419,7 +432,7 @@ void tpj_lower_layer_norm_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) 
     out++;
   }
   for (int k = 0; k < 2; ++k) {
-    if (!ctx->attrs[5 + k]) continue;
+    if (!at->mask[1 + k]) continue;
     tpj_hlo_value_t v = k == 0 ? TPJ_MUL(go, xhat) : go;
     v = tpj_hlo_emit_reduce(b, v, tpj_hlo_emit_zero(b, cd), batch, (int)axis, "stablehlo.add");
     results[out] = tpj_hlo_emit_convert(b, tpj_hlo_emit_reshape(b, v, ctx->outs[out].dims,

@@ -5,6 +5,7 @@
  * ctx->outs (PyTorch's arithmetic, ceil_mode included). Max pooling visits a
  * window's taps in CPU's row-major order, and a tap wins when it is greater
  * or NaN, so indices equal CPU's (first maximum on ties, last NaN). */
+#include "ops/attrs.h"
 #include "ops/window.h"
 
 #define TPJ_NSP_MAX 3
@@ -108,17 +109,19 @@ static void tpj_pool_results(tpj_hlo_builder_t* b, const tpj_rt_shape_t* outs, i
 }
 
 /* ---- max_pool with indices ------------------------------------------------
- * in[0] x; attrs[0] nsp, then nsp each of kernel, stride, padding,
- * dilation. Results: maxima and flat indices within each plane. */
+ * in[0] x; attrs tpj_attrs_max_pool_t. Results: maxima and flat indices
+ * within each plane. */
 void tpj_lower_max_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  int nsp = ctx->nattrs > 0 ? (int)ctx->attrs[0] : 0;
-  if (ctx->nin < 1 || nsp < 1 || nsp > TPJ_NSP_MAX || ctx->nattrs < 1 + 4 * nsp || ctx->nouts < 2 ||
+  const tpj_attrs_max_pool_t* at = TPJ_ATTRS(ctx, tpj_attrs_max_pool_t);
+  int nsp = ctx->nattrs >= TPJ_ATTRS_WORDS(tpj_attrs_max_pool_t) ? (int)at->nsp : 0;
+  if (ctx->nin < 1 || nsp < 1 || nsp > TPJ_NSP_MAX ||
+      ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_max_pool_t) + 4 * nsp || ctx->nouts < 2 ||
       ctx->in[0].ndim < nsp + 1) {
     tpj_pool_bad(ctx, "max_pool_with_indices");
     return;
   }
-  const int64_t *k = ctx->attrs + 1, *s = k + nsp, *pad = s + nsp, *dl = pad + nsp;
+  const int64_t *k = at->windows, *s = k + nsp, *pad = s + nsp, *dl = pad + nsp;
   tpj_hlo_value_t x = tpj_window_planes(b, ctx->in[0], nsp);
   const tpj_rt_shape_t* o = &ctx->outs[0];
   int64_t od[TPJ_MAX_DIMS], lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS] = {0}, in0[TPJ_MAX_DIMS] = {0};
@@ -158,17 +161,18 @@ void tpj_lower_max_pool_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* ---- backward of max pooling (fixed or adaptive) ----------------------------
- * in[0] grad_output, in[1] indices (flat in each plane); attrs[0] compute
- * dtype, attrs[1] nsp. Each gradient is added at its index. */
+ * in[0] grad_output, in[1] indices (flat in each plane); attrs
+ * tpj_attrs_pool_planes_t. Each gradient is added at its index. */
 void tpj_lower_max_pool_nd_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  int nsp = ctx->nattrs > 1 ? (int)ctx->attrs[1] : 0;
+  const tpj_attrs_pool_planes_t* at = TPJ_ATTRS(ctx, tpj_attrs_pool_planes_t);
+  int nsp = ctx->nattrs >= TPJ_ATTRS_WORDS(tpj_attrs_pool_planes_t) ? (int)at->nsp : 0;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   if (ctx->nin < 2 || nsp < 1 || nsp > TPJ_NSP_MAX || o->ndim < nsp + 1) {
     tpj_pool_bad(ctx, "max_pool_backward");
     return;
   }
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   int64_t plane = 1;
   for (int i = 0; i < nsp; ++i) plane *= o->dims[o->ndim - 1 - i];
   tpj_hlo_value_t g = tpj_window_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], cd), nsp);
@@ -183,8 +187,7 @@ void tpj_lower_max_pool_nd_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
 }
 
 /* ---- avg_pool ----------------------------------------------------------------
- * attrs[0] nsp, then nsp each of kernel, stride, padding, then
- * count_include_pad, divisor_override (0: none), compute dtype. */
+ * attrs tpj_attrs_avg_pool_t, then tpj_attrs_avg_pool_end_t. */
 typedef struct {
   int nsp;
   const int64_t *k, *s, *p;
@@ -194,16 +197,19 @@ typedef struct {
 } tpj_avg_t;
 
 static int tpj_avg_params(tpj_op_ctx_t* ctx, tpj_avg_t* a, const char* op) {
-  a->nsp = ctx->nattrs > 0 ? (int)ctx->attrs[0] : 0;
-  if (ctx->nin < 1 || a->nsp < 1 || a->nsp > TPJ_NSP_MAX || ctx->nattrs < 4 + 3 * a->nsp ||
-      ctx->in[0].ndim < a->nsp + 1)
+  const tpj_attrs_avg_pool_t* at = TPJ_ATTRS(ctx, tpj_attrs_avg_pool_t);
+  int head = TPJ_ATTRS_WORDS(tpj_attrs_avg_pool_t), tail = TPJ_ATTRS_WORDS(tpj_attrs_avg_pool_end_t);
+  a->nsp = ctx->nattrs >= head ? (int)at->nsp : 0;
+  if (ctx->nin < 1 || a->nsp < 1 || a->nsp > TPJ_NSP_MAX ||
+      ctx->nattrs < head + 3 * a->nsp + tail || ctx->in[0].ndim < a->nsp + 1)
     return tpj_pool_bad(ctx, op);
-  a->k = ctx->attrs + 1;
+  a->k = at->windows;
   a->s = a->k + a->nsp;
   a->p = a->s + a->nsp;
-  a->include_pad = (int)a->p[a->nsp];
-  a->divisor = a->p[a->nsp + 1];
-  a->cd = (tpj_dtype_t)a->p[a->nsp + 2];
+  const tpj_attrs_avg_pool_end_t* end = (const tpj_attrs_avg_pool_end_t*)(a->p + a->nsp);
+  a->include_pad = (int)end->count_include_pad;
+  a->divisor = end->divisor_override;
+  a->cd = (tpj_dtype_t)end->compute;
   return 1;
 }
 
@@ -314,12 +320,15 @@ static void tpj_adaptive_bounds(tpj_hlo_builder_t* b, int64_t n_out, int64_t n_i
   *end = tpj_pool_ratio(b, n_out, n_in, n_in + n_out - 1, n_out);
 }
 
-/* aten::adaptive_max_pool2d / 3d: in[0] x; attrs[0] nsp. Results: maxima
+/* aten::adaptive_max_pool2d / 3d: in[0] x; attrs
+ * tpj_attrs_adaptive_max_pool_t. Results: maxima
  * and flat indices within each plane. Tap t of a cell reads start + t, valid
  * below end; the values come by a take along each spatial dim. */
 void tpj_lower_adaptive_max_pool(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  int nsp = ctx->nattrs > 0 ? (int)ctx->attrs[0] : 0;
+  int nsp = ctx->nattrs >= TPJ_ATTRS_WORDS(tpj_attrs_adaptive_max_pool_t)
+                ? (int)TPJ_ATTRS(ctx, tpj_attrs_adaptive_max_pool_t)->nsp
+                : 0;
   if (ctx->nin < 1 || nsp < 1 || nsp > TPJ_NSP_MAX || ctx->nouts < 2 || ctx->in[0].ndim < nsp + 1) {
     tpj_pool_bad(ctx, "adaptive_max_pool");
     return;
@@ -390,20 +399,22 @@ static tpj_hlo_value_t tpj_adaptive_widths(tpj_hlo_builder_t* b, const tpj_hlo_v
 }
 
 /* aten::_adaptive_avg_pool3d (bwd 0) and its backward (bwd 1): in[0] x or
- * grad_output; attrs[0] compute dtype, attrs[1] nsp. Averaging is
+ * grad_output; attrs tpj_attrs_pool_planes_t. Averaging is
  * separable: one adaptive mean per spatial dim. Its transpose scales by
  * 1 / width, then input i sums the cells covering it, which are cells
  * [floor(i*O/I), ceil((i+1)*O/I)): the same window rule with the sizes
  * swapped. */
 static void tpj_adaptive_avg(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int bwd) {
   tpj_hlo_builder_t* b = ctx->b;
-  int nsp = ctx->nattrs > 1 ? (int)ctx->attrs[1] : 0;
+  const tpj_attrs_pool_planes_t* at = TPJ_ATTRS(ctx, tpj_attrs_pool_planes_t);
+  int nsp = ctx->nattrs >= TPJ_ATTRS_WORDS(tpj_attrs_pool_planes_t) ? (int)at->nsp : 0;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   if (ctx->nin < 1 || nsp < 1 || nsp > TPJ_NSP_MAX || ctx->in[0].ndim < nsp + 1) {
     tpj_pool_bad(ctx, "adaptive_avg_pool");
     return;
   }
-  tpj_hlo_value_t x = tpj_window_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[0]), nsp);
+  tpj_hlo_value_t x =
+      tpj_window_planes(b, tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)at->compute), nsp);
   for (int i = nsp - 1; i >= 0; --i) {
     int64_t n = o->dims[o->ndim - nsp + i];
     if (bwd) x = tpj_hlo_emit_binary(b, "stablehlo.divide", x, tpj_adaptive_widths(b, &x, 1 + i, n));

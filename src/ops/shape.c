@@ -1,23 +1,24 @@
 /* ops/shape: cat, channel_shuffle, tril/triu, flip, roll, and the constant,
  * reflection and replication pads with the backward of the last two. Each
  * writes a whole fresh output whose shape PyTorch computed (ctx->outs[0]).
- * cat: attrs[0] is the (wrapped) dim. Inputs PyTorch skips
+ * cat: inputs PyTorch skips
  * (legacy 1-D empty tensors next to higher-rank ones) are skipped here too;
  * the rest are converted to the output dtype and concatenated. */
 #include <math.h>
 
 #include "hlo/sort.h"
+#include "ops/attrs.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 
 void tpj_lower_cat(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nattrs < 1 || ctx->nin < 1) {
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_cat_t) || ctx->nin < 1) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "cat: bad operands"));
     return;
   }
-  int dim = (int)ctx->attrs[0];
+  int dim = (int)TPJ_ATTRS(ctx, tpj_attrs_cat_t)->dim;
   tpj_hlo_value_t parts[TPJ_OP_MAX_IN];
   int n = 0;
   for (int i = 0; i < ctx->nin; ++i) {
@@ -33,17 +34,18 @@ void tpj_lower_cat(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[0] = n == 1 ? parts[0] : tpj_hlo_emit_concatenate(b, parts, n, dim);
 }
 
-/* channel_shuffle: in[0] x (N, C, *); attrs[0] groups. (N, g, C/g, *) with
- * the two group dims swapped. */
+/* channel_shuffle: in[0] x (N, C, *); attrs tpj_attrs_channel_shuffle_t.
+ * (N, g, C/g, *) with the two group dims swapped. */
 void tpj_lower_channel_shuffle(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = ctx->in[0];
-  if (ctx->nin < 1 || ctx->nattrs < 1 || x.ndim < 2 || x.ndim + 1 > TPJ_MAX_DIMS ||
-      ctx->attrs[0] < 1 || x.dims[1] % ctx->attrs[0]) {
+  const tpj_attrs_channel_shuffle_t* at = TPJ_ATTRS(ctx, tpj_attrs_channel_shuffle_t);
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_channel_shuffle_t) || x.ndim < 2 ||
+      x.ndim + 1 > TPJ_MAX_DIMS || at->groups < 1 || x.dims[1] % at->groups) {
     tpj_ops_fail_operands(ctx, "channel_shuffle");
     return;
   }
-  int64_t g = ctx->attrs[0], d[TPJ_MAX_DIMS], perm[TPJ_MAX_DIMS];
+  int64_t g = at->groups, d[TPJ_MAX_DIMS], perm[TPJ_MAX_DIMS];
   d[0] = x.dims[0];
   d[1] = g;
   d[2] = x.dims[1] / g;
@@ -55,11 +57,12 @@ void tpj_lower_channel_shuffle(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[0] = tpj_hlo_emit_reshape(b, r, x.dims, x.ndim);
 }
 
-/* tril / triu over the last two dims: attrs[0] is the diagonal. Keeps
+/* tril / triu over the last two dims: attrs tpj_attrs_tri_t. Keeps
  * col - row <= k (tril) or >= k (triu), zero elsewhere. */
 static void tpj_create_tri(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int upper) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (!tpj_create_need(ctx, 1, 1, "tril/triu")) return;
+  if (!tpj_create_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_tri_t), "tril/triu")) return;
+  const tpj_attrs_tri_t* at = TPJ_ATTRS(ctx, tpj_attrs_tri_t);
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t x = tpj_create_scalar(ctx, 0, o->dtype);
   if (o->ndim < 2) {
@@ -68,7 +71,7 @@ static void tpj_create_tri(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int uppe
   }
   tpj_hlo_value_t row = tpj_hlo_emit_iota(b, TPJ_I64, o->dims, o->ndim, o->ndim - 2);
   tpj_hlo_value_t col = tpj_hlo_emit_iota(b, TPJ_I64, o->dims, o->ndim, o->ndim - 1);
-  tpj_hlo_value_t k = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, ctx->attrs[0]),
+  tpj_hlo_value_t k = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_const_i64(b, at->diagonal),
                                                 o->dims, o->ndim);
   tpj_hlo_value_t d = tpj_hlo_emit_binary(b, "stablehlo.subtract", col, row);
   tpj_hlo_value_t keep = tpj_hlo_emit_compare(b, d, k, upper ? "GE" : "LE");
@@ -104,14 +107,14 @@ static tpj_hlo_value_t tpj_create_roll1(tpj_hlo_builder_t* b, tpj_hlo_value_t x,
   return tpj_hlo_emit_concatenate(b, parts, 2, d);
 }
 
-/* roll: attrs[0] = n; then n shifts and n (wrapped) dims. n == 0 rolls the
- * flattened tensor by attrs[1]. */
+/* roll: attrs tpj_attrs_roll_t. */
 void tpj_lower_roll(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (!tpj_create_need(ctx, 1, 1, "roll")) return;
+  if (!tpj_create_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_roll_t), "roll")) return;
+  const tpj_attrs_roll_t* at = TPJ_ATTRS(ctx, tpj_attrs_roll_t);
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  int64_t n = ctx->attrs[0];
-  if (ctx->nattrs < 1 + (n == 0 ? 1 : 2 * n)) {
+  int64_t n = at->n;
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_roll_t) + (n == 0 ? 1 : 2 * n)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "roll: bad attrs"));
     return;
   }
@@ -120,32 +123,33 @@ void tpj_lower_roll(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     int64_t numel = 1;
     for (int i = 0; i < o->ndim; ++i) numel *= o->dims[i];
     tpj_hlo_value_t flat = tpj_hlo_emit_reshape(b, x, &numel, 1);
-    int64_t s = numel ? ((ctx->attrs[1] % numel) + numel) % numel : 0;
+    int64_t s = numel ? ((at->shifts_dims[0] % numel) + numel) % numel : 0;
     results[0] = tpj_hlo_emit_reshape(b, tpj_create_roll1(b, flat, s, 0), o->dims, o->ndim);
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
-    int d = (int)ctx->attrs[1 + n + i];
+    int d = (int)at->shifts_dims[n + i];
     int64_t len = o->dims[d];
-    int64_t s = len ? ((ctx->attrs[1 + i] % len) + len) % len : 0;
+    int64_t s = len ? ((at->shifts_dims[i] % len) + len) % len : 0;
     x = tpj_create_roll1(b, x, s, d);
   }
   results[0] = x;
 }
 
 /* constant_pad_nd: in[1] is the 0-d fill value; attrs are PyTorch's pads
- * (pairs for the last dim first; negative pads crop). */
+ * (a plain list, attrs.h). */
 void tpj_lower_constant_pad_nd(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   if (!tpj_create_need(ctx, 2, 0, "constant_pad_nd")) return;
   tpj_dtype_t dt = ctx->outs[0].dtype;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], dt);
   tpj_hlo_value_t v = tpj_hlo_emit_convert(b, ctx->in[1], dt);
+  const int64_t* pads = ctx->attrs;
   int64_t lo[TPJ_MAX_DIMS] = {0}, hi[TPJ_MAX_DIMS] = {0};
   for (int i = 0; i + 1 < ctx->nattrs && i / 2 < x.ndim; i += 2) {
     int d = x.ndim - 1 - i / 2;
-    lo[d] = ctx->attrs[i];
-    hi[d] = ctx->attrs[i + 1];
+    lo[d] = pads[i];
+    hi[d] = pads[i + 1];
   }
   results[0] = tpj_hlo_emit_pad(b, x, v, lo, hi);
 }
@@ -174,18 +178,20 @@ static tpj_hlo_value_t tpj_create_edge(tpj_hlo_builder_t* b, tpj_hlo_value_t x, 
   return tpj_hlo_emit_broadcast_to(b, edge, dims, x.ndim);
 }
 
-/* reflection_pad / replication_pad (1d, 2d, 3d): attrs[0] is 1 for
- * reflect; then PyTorch's pads (last dim first), checked by the glue against
- * the input's sizes. A negative pad crops that side (out[o] = x[edge(o - lo)]),
- * so both edges come from the uncropped input and only the middle is cropped. */
+/* reflection_pad / replication_pad (1d, 2d, 3d): attrs tpj_attrs_edge_pad_t,
+ * the pads checked by the glue against the input's sizes. A negative pad
+ * crops that side (out[o] = x[edge(o - lo)]), so both edges come from the
+ * uncropped input and only the middle is cropped. */
 void tpj_lower_edge_pad(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (!tpj_create_need(ctx, 1, 1, "pad")) return;
-  int reflect = ctx->attrs[0] != 0;
+  if (!tpj_create_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_edge_pad_t), "pad")) return;
+  const tpj_attrs_edge_pad_t* at = TPJ_ATTRS(ctx, tpj_attrs_edge_pad_t);
+  int reflect = at->reflect != 0;
+  int npads = ctx->nattrs - TPJ_ATTRS_WORDS(tpj_attrs_edge_pad_t);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], ctx->outs[0].dtype);
-  for (int i = 1; i + 1 < ctx->nattrs && (i - 1) / 2 < x.ndim; i += 2) {
-    int d = x.ndim - 1 - (i - 1) / 2;
-    int64_t plo = ctx->attrs[i], phi = ctx->attrs[i + 1];
+  for (int i = 0; i + 1 < npads && i / 2 < x.ndim; i += 2) {
+    int d = x.ndim - 1 - i / 2;
+    int64_t plo = at->pads[i], phi = at->pads[i + 1];
     tpj_hlo_value_t parts[3];
     int np = 0;
     if (plo > 0) parts[np++] = tpj_create_edge(b, x, d, plo, 1, reflect);
@@ -212,8 +218,7 @@ void tpj_lower_edge_pad(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 #define TPJ_ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
 
 /* ---- reflection / replication pad backward --------------------------------
- * in[0] grad_output; attrs[0] 1 for reflect, attrs[1] compute dtype, then
- * PyTorch's pads (last dim first). The transpose of tpj_lower_edge_pad, one
+ * in[0] grad_output; attrs tpj_attrs_edge_pad_backward_t. The transpose of tpj_lower_edge_pad, one
  * dim at a time: the middle of the gradient goes back to the (possibly
  * cropped) input, each padded side is mirrored (reflect) or summed into the
  * edge element (replicate) and added where the forward read it. */
@@ -259,15 +264,18 @@ static tpj_hlo_value_t tpj_pad_edge_grad(tpj_hlo_builder_t* b, tpj_hlo_value_t g
 void tpj_lower_edge_pad_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 1 || ctx->nattrs < 2 || ctx->nouts < 1 || ctx->in[0].ndim != o->ndim) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_edge_pad_backward_t) ||
+      ctx->nouts < 1 || ctx->in[0].ndim != o->ndim) {
     tpj_ops_fail_operands(ctx, "pad_backward");
     return;
   }
-  int reflect = ctx->attrs[0] != 0;
-  tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[1]);
-  for (int i = 2; i + 1 < ctx->nattrs && (i - 2) / 2 < g.ndim; i += 2) {
-    int d = g.ndim - 1 - (i - 2) / 2;
-    int64_t plo = ctx->attrs[i], phi = ctx->attrs[i + 1], n = o->dims[d];
+  const tpj_attrs_edge_pad_backward_t* at = TPJ_ATTRS(ctx, tpj_attrs_edge_pad_backward_t);
+  int reflect = at->reflect != 0;
+  int npads = ctx->nattrs - TPJ_ATTRS_WORDS(tpj_attrs_edge_pad_backward_t);
+  tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)at->compute);
+  for (int i = 0; i + 1 < npads && i / 2 < g.ndim; i += 2) {
+    int d = g.ndim - 1 - i / 2;
+    int64_t plo = at->pads[i], phi = at->pads[i + 1], n = o->dims[d];
     int64_t start = plo < 0 ? -plo : 0, end = n + (phi < 0 ? phi : 0);
     if (end < start) end = start;
     int64_t gs = plo > 0 ? plo : 0;

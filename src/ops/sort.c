@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "hlo/sort.h"
+#include "ops/attrs.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 #include "ops/sugar.h"
@@ -93,12 +94,13 @@ static void sort_with_indices(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, 
   *idx = out[1];
 }
 
-/* aten::sort.stable: attrs[0] dim (wrapped), attrs[1] descending. */
+/* aten::sort.stable: attrs tpj_attrs_sort_t. */
 void tpj_lower_sort(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!need(ctx, 1, 2, "sort")) return;
+  if (!need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_sort_t), "sort")) return;
+  const tpj_attrs_sort_t* at = TPJ_ATTRS(ctx, tpj_attrs_sort_t);
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = at_least_1d(b, ctx->in[0]), v, i;
-  sort_with_indices(b, x, (int)ctx->attrs[0], (int)ctx->attrs[1], &v, &i);
+  sort_with_indices(b, x, (int)at->dim, (int)at->descending, &v, &i);
   results[0] = tpj_hlo_emit_reshape(b, v, ctx->outs[0].dims, ctx->outs[0].ndim);
   results[1] = tpj_hlo_emit_reshape(b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
 }
@@ -115,38 +117,40 @@ static tpj_hlo_value_t narrow(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim, 
   return tpj_hlo_emit_slice(b, x, lo, hi, st);
 }
 
-/* aten::topk: attrs[0] k, attrs[1] dim (wrapped), attrs[2] largest. The
- * result is always sorted (sorted=False leaves the order unspecified). */
+/* aten::topk: attrs tpj_attrs_topk_t. The result is always sorted
+ * (sorted=False leaves the order unspecified). */
 void tpj_lower_topk(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!need(ctx, 1, 3, "topk")) return;
+  if (!need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_topk_t), "topk")) return;
+  const tpj_attrs_topk_t* at = TPJ_ATTRS(ctx, tpj_attrs_topk_t);
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = at_least_1d(b, ctx->in[0]), v, i;
-  int dim = (int)ctx->attrs[1];
-  sort_with_indices(b, x, dim, (int)ctx->attrs[2], &v, &i);
+  int dim = (int)at->dim;
+  sort_with_indices(b, x, dim, (int)at->largest, &v, &i);
   /* a 0-d input's result is 0-d, its one element and index 0, for k = 0
    * too: CPU's kernel returns it as for k = 1 (its output shape keeps the
    * 0-d shape, so k cannot shrink it) */
-  int64_t k = ctx->in[0].ndim == 0 ? 1 : ctx->attrs[0];
+  int64_t k = ctx->in[0].ndim == 0 ? 1 : at->k;
   v = narrow(b, v, dim, 0, k);
   i = narrow(b, i, dim, 0, k);
   results[0] = tpj_hlo_emit_reshape(b, v, ctx->outs[0].dims, ctx->outs[0].ndim);
   results[1] = tpj_hlo_emit_reshape(b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
 }
 
-/* aten::kthvalue: attrs[0] k (1-based, checked), attrs[1] dim (wrapped). */
+/* aten::kthvalue: attrs tpj_attrs_kthvalue_t. */
 void tpj_lower_kthvalue(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!need(ctx, 1, 2, "kthvalue")) return;
+  if (!need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_kthvalue_t), "kthvalue")) return;
+  const tpj_attrs_kthvalue_t* at = TPJ_ATTRS(ctx, tpj_attrs_kthvalue_t);
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = at_least_1d(b, ctx->in[0]), v, i;
-  int dim = (int)ctx->attrs[1];
+  int dim = (int)at->dim;
   sort_with_indices(b, x, dim, 0, &v, &i);
-  v = narrow(b, v, dim, ctx->attrs[0] - 1, 1);
-  i = narrow(b, i, dim, ctx->attrs[0] - 1, 1);
+  v = narrow(b, v, dim, at->k - 1, 1);
+  i = narrow(b, i, dim, at->k - 1, 1);
   results[0] = tpj_hlo_emit_reshape(b, v, ctx->outs[0].dims, ctx->outs[0].ndim);
   results[1] = tpj_hlo_emit_reshape(b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
 }
 
-/* x flattened when attrs says "all dims" (attrs[0] < 0), else x (>= 1-D)
+/* x flattened when the attribute dim says "all dims" (< 0), else x (>= 1-D)
  * with the dim to reduce in *dim. */
 static tpj_hlo_value_t prepare_dim(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int64_t attr,
                                    int* dim) {
@@ -159,14 +163,15 @@ static tpj_hlo_value_t prepare_dim(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int6
   return x;
 }
 
-/* aten::median.dim (two outputs) and aten::median (one): attrs[0] dim
- * (wrapped; -1: all elements, flattened). The lower median; when the slice
- * holds a NaN, the first NaN and its index, as CPU's kernel returns. */
+/* aten::median.dim (two outputs) and aten::median (one): attrs
+ * tpj_attrs_select_t. The lower median; when the slice holds a NaN, the
+ * first NaN and its index, as CPU's kernel returns. */
 void tpj_lower_median(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!need(ctx, 1, 1, "median")) return;
+  if (!need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_select_t), "median")) return;
+  const tpj_attrs_select_t* at = TPJ_ATTRS(ctx, tpj_attrs_select_t);
   tpj_hlo_builder_t* b = ctx->b;
   int dim;
-  tpj_hlo_value_t x = prepare_dim(b, ctx->in[0], ctx->attrs[0], &dim), v, i;
+  tpj_hlo_value_t x = prepare_dim(b, ctx->in[0], at->dim, &dim), v, i;
   int64_t n = x.dims[dim];
   sort_with_indices(b, x, dim, 0, &v, &i);
   v = narrow(b, v, dim, (n - 1) / 2, 1);
@@ -235,13 +240,14 @@ static void extreme_with_index(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int dim,
 }
 
 /* aten::max.dim / min.dim (values, indices), aten::max / min (value) and
- * aten::argmax / argmin (index): attrs[0] dim (wrapped; -1: all elements). */
+ * aten::argmax / argmin (index): attrs tpj_attrs_select_t. */
 static void lower_extreme(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, int is_max,
                           int want_values, int want_index) {
-  if (!need(ctx, 1, 1, "max/min")) return;
+  if (!need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_select_t), "max/min")) return;
+  const tpj_attrs_select_t* at = TPJ_ATTRS(ctx, tpj_attrs_select_t);
   tpj_hlo_builder_t* b = ctx->b;
   int dim;
-  tpj_hlo_value_t x = prepare_dim(b, ctx->in[0], ctx->attrs[0], &dim), v, i;
+  tpj_hlo_value_t x = prepare_dim(b, ctx->in[0], at->dim, &dim), v, i;
   extreme_with_index(b, x, dim, is_max, &v, &i);
   int k = 0;
   if (want_values) {
@@ -258,18 +264,16 @@ void tpj_lower_min_all(tpj_op_ctx_t* c, tpj_hlo_value_t* r) { lower_extreme(c, r
 void tpj_lower_argmax(tpj_op_ctx_t* c, tpj_hlo_value_t* r) { lower_extreme(c, r, 1, 0, 1); }
 void tpj_lower_argmin(tpj_op_ctx_t* c, tpj_hlo_value_t* r) { lower_extreme(c, r, 0, 0, 1); }
 
-/* aten::cumsum / cumprod / logcumsumexp: attrs[0] dim (wrapped), attrs[1]
- * the compute dtype (float32 for half outputs, as CPU accumulates),
- * attrs[2] reverse (the suffix scan autograd's backward uses; 0 for the
- * user-facing ops). */
+/* aten::cumsum / cumprod / logcumsumexp: attrs tpj_attrs_scan_t (the
+ * compute dtype float32 for half outputs, as CPU accumulates). */
 static void lower_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, tpj_hlo_scan_t op) {
-  if (!need(ctx, 1, 2, "cumulative op")) return;
+  if (!need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_scan_t), "cumulative op")) return;
+  const tpj_attrs_scan_t* at = TPJ_ATTRS(ctx, tpj_attrs_scan_t);
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_dtype_t cd = ctx->attrs[1] > 0 ? (tpj_dtype_t)ctx->attrs[1] : o->dtype;
-  int reverse = ctx->nattrs > 2 && ctx->attrs[2];
+  tpj_dtype_t cd = at->compute > 0 ? (tpj_dtype_t)at->compute : o->dtype;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, at_least_1d(b, ctx->in[0]), cd);
-  tpj_hlo_value_t r = tpj_hlo_emit_cumulative(b, x, (int)ctx->attrs[0], op, reverse);
+  tpj_hlo_value_t r = tpj_hlo_emit_cumulative(b, x, (int)at->dim, op, 0);
   r = tpj_hlo_emit_convert(b, r, o->dtype);
   results[0] = tpj_hlo_emit_reshape(b, r, o->dims, o->ndim);
 }
@@ -333,17 +337,15 @@ static void finish2(tpj_op_ctx_t* ctx, tpj_hlo_value_t v, tpj_hlo_value_t i,
     results[1] = tpj_hlo_emit_reshape(ctx->b, i, ctx->outs[1].dims, ctx->outs[1].ndim);
 }
 
-/* aten::nanmedian.dim (two outputs) and aten::nanmedian (one): attrs[0]
- * dim (wrapped; -1: all elements, flattened), attrs[1] the index CPU's
- * kernel reports for a slice of NaNs only (std::nth_element's choice among
- * equivalent elements, which depends on the slice length alone; the glue
- * computes it). Sorted with NaN last, a slice's k non-NaN values come
- * first; the result is position (k - 1) / 2. */
+/* aten::nanmedian.dim (two outputs) and aten::nanmedian (one): attrs
+ * tpj_attrs_nanmedian_t (nan_index optional). Sorted with NaN last, a
+ * slice's k non-NaN values come first; the result is position (k - 1) / 2. */
 void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   if (!tpj_ops_need(ctx, 1, 1, 1, "nanmedian")) return;
+  const tpj_attrs_nanmedian_t* at = TPJ_ATTRS(ctx, tpj_attrs_nanmedian_t);
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_hlo_value_t x = prepare(b, ctx->in[0], ctx->attrs[0] < 0);
-  int dim = ctx->attrs[0] < 0 || ctx->in[0].ndim == 0 ? 0 : (int)ctx->attrs[0];
+  tpj_hlo_value_t x = prepare(b, ctx->in[0], at->dim < 0);
+  int dim = at->dim < 0 || ctx->in[0].ndim == 0 ? 0 : (int)at->dim;
   int64_t rd = dim;
   tpj_hlo_value_t s[3];
   sorted(b, x, dim, s);
@@ -360,15 +362,15 @@ void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
       b, "stablehlo.divide",
       tpj_hlo_emit_binary(b, "stablehlo.maximum", SUB(k, tpj_ops_i64_like(b, k, 1)), tpj_ops_i64_like(b, k, 0)),
       tpj_ops_i64_like(b, k, 2));
-  tpj_hlo_value_t at = CMP(tpj_hlo_emit_iota(b, TPJ_I64, x.dims, x.ndim, dim),
-                           tpj_ops_unreduce(b, pos, x.dims, x.ndim, &rd, 1), "EQ");
-  tpj_hlo_value_t idx = pick(b, s[1], at, dim);
+  tpj_hlo_value_t hit = CMP(tpj_hlo_emit_iota(b, TPJ_I64, x.dims, x.ndim, dim),
+                            tpj_ops_unreduce(b, pos, x.dims, x.ndim, &rd, 1), "EQ");
+  tpj_hlo_value_t idx = pick(b, s[1], hit, dim);
   if (tpj_dtype_is_float(x.dtype) && ctx->nattrs > 1)
-    idx = SEL(CMP(k, tpj_ops_i64_like(b, k, 0), "EQ"), tpj_ops_i64_like(b, k, ctx->attrs[1]), idx);
-  finish2(ctx, pick(b, s[2], at, dim), idx, results);
+    idx = SEL(CMP(k, tpj_ops_i64_like(b, k, 0), "EQ"), tpj_ops_i64_like(b, k, at->nan_index), idx);
+  finish2(ctx, pick(b, s[2], hit, dim), idx, results);
 }
 
-/* aten::mode: attrs[0] dim (wrapped). CPU's kernel sorts the slice and
+/* aten::mode: attrs tpj_attrs_select_t. CPU's kernel sorts the slice and
  * walks its runs of equal values, keeping the first run longer than every
  * earlier one: the smallest of the most frequent values, with the index of
  * the last element of its run (CPU's sort keeps equal elements in order on
@@ -377,10 +379,11 @@ void tpj_lower_nanmedian(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
  * (whose index CPU's introsort would choose).  Runs are found on sort's keys; the
  * run ends, sorted once more, give each run's length. */
 void tpj_lower_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 1, 1, 2, "mode")) return;
+  if (!tpj_ops_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_select_t), 2, "mode")) return;
+  const tpj_attrs_select_t* at = TPJ_ATTRS(ctx, tpj_attrs_select_t);
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = prepare(b, ctx->in[0], 0);
-  int dim = ctx->in[0].ndim == 0 ? 0 : (int)ctx->attrs[0];
+  int dim = ctx->in[0].ndim == 0 ? 0 : (int)at->dim;
   int64_t n = x.dims[dim], rd = dim;
   tpj_hlo_value_t s[3];
   sorted(b, x, dim, s);
@@ -426,8 +429,8 @@ void tpj_lower_mode(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
                                              "stablehlo.minimum");
   tpj_hlo_value_t end = pick(b, e, CMP(iota, tpj_ops_unreduce(b, best, x.dims, x.ndim, &rd, 1),
                                        "EQ"), dim);
-  tpj_hlo_value_t at = CMP(iota, tpj_ops_unreduce(b, end, x.dims, x.ndim, &rd, 1), "EQ");
-  finish2(ctx, pick(b, s[2], at, dim), pick(b, s[1], at, dim), results);
+  tpj_hlo_value_t hit = CMP(iota, tpj_ops_unreduce(b, end, x.dims, x.ndim, &rd, 1), "EQ");
+  finish2(ctx, pick(b, s[2], hit, dim), pick(b, s[1], hit, dim), results);
   if (ctx->nouts > 2) { /* the longest run of any slice (0-d) */
     int64_t all[TPJ_MAX_DIMS];
     for (int d = 0; d < top.ndim; ++d) all[d] = d;
@@ -493,28 +496,31 @@ static tpj_hlo_value_t run_starts(tpj_hlo_builder_t* b, tpj_hlo_value_t rs) {
   return tpj_hlo_emit_concatenate(b, parts, 2, 0);
 }
 
-/* tpj::unique_consecutive_count: attrs[0] dim (-1: flattened); the number
+/* tpj::unique_consecutive_count: attrs tpj_attrs_select_t; the number
  * of runs (int64, 0-d). The glue reads it on the host to size the outputs
  * of aten::unique_consecutive, as nonzero's count is read. */
 void tpj_lower_unique_consecutive_count(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 1, 1, 1, "unique_consecutive")) return;
+  if (!tpj_ops_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_select_t), 1, "unique_consecutive")) return;
+  const tpj_attrs_select_t* at = TPJ_ATTRS(ctx, tpj_attrs_select_t);
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_hlo_value_t rs = tpj_ops_rows(b, ctx->in[0], (int)ctx->attrs[0], ctx->attrs[0] < 0);
+  tpj_hlo_value_t rs = tpj_ops_rows(b, ctx->in[0], (int)at->dim, at->dim < 0);
   int64_t rd = 0;
   tpj_hlo_value_t st = tpj_hlo_emit_convert(b, run_starts(b, rs), TPJ_I64);
   results[0] = tpj_hlo_emit_reduce(b, st, tpj_hlo_emit_zero(b, TPJ_I64), &rd, 1, "stablehlo.add");
 }
 
-/* aten::unique_consecutive: attrs[0] dim (-1: flattened), attrs[1] the run
- * count R (from tpj::unique_consecutive_count). Outputs: the first row of
+/* aten::unique_consecutive: attrs tpj_attrs_unique_consecutive_t. Outputs: the first row of
  * each run (outs[0]), each row's run number (outs[1]) and each run's
  * length (outs[2]). Run starts, sorted to the front, give both. */
 void tpj_lower_unique_consecutive(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 1, 2, 3, "unique_consecutive")) return;
+  if (!tpj_ops_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_unique_consecutive_t), 3,
+                    "unique_consecutive"))
+    return;
+  const tpj_attrs_unique_consecutive_t* at = TPJ_ATTRS(ctx, tpj_attrs_unique_consecutive_t);
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = ctx->in[0];
-  int all = ctx->attrs[0] < 0, dim = all ? 0 : (int)ctx->attrs[0];
-  int64_t runs = ctx->attrs[1];
+  int all = at->dim < 0, dim = all ? 0 : (int)at->dim;
+  int64_t runs = at->runs;
   tpj_hlo_value_t rs = tpj_ops_rows(b, x, dim, all);
   int64_t n = rs.dims[0];
   tpj_hlo_value_t st = run_starts(b, rs);
@@ -553,20 +559,21 @@ void tpj_lower_unique_consecutive(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 
 /* ---- complex scans ---------------------------------------------------------- */
 
-/* tpj::complex_scan (cumsum / cumprod of complex values): attrs[0] dim
- * (wrapped), attrs[1] 1 for a product. The operand is converted to the
+/* tpj::complex_scan (cumsum / cumprod of complex values): attrs
+ * tpj_attrs_complex_scan_t. The operand is converted to the
  * output's complex dtype first. A sum scans the real and imaginary parts
  * (exactly what complex addition does); a product doubles its reach
  * log2(n) times (y[i] *= y[i - s] for s = 1, 2, 4, ...), since the scan
  * emitter takes real operands only. */
 void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 1, 2, 1, "complex scan")) return;
+  if (!tpj_ops_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_complex_scan_t), 1, "complex scan")) return;
+  const tpj_attrs_complex_scan_t* at = TPJ_ATTRS(ctx, tpj_attrs_complex_scan_t);
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, prepare(b, ctx->in[0], 0), o->dtype);
-  int dim = ctx->in[0].ndim == 0 ? 0 : (int)ctx->attrs[0];
+  int dim = ctx->in[0].ndim == 0 ? 0 : (int)at->dim;
   tpj_hlo_value_t r;
-  if (!ctx->attrs[1]) {
+  if (!at->product) {
     r = tpj_hlo_emit_complex(
         b, tpj_hlo_emit_cumulative(b, tpj_hlo_emit_real(b, x), dim, TPJ_HLO_SCAN_ADD, 0),
         tpj_hlo_emit_cumulative(b, tpj_hlo_emit_imag(b, x), dim, TPJ_HLO_SCAN_ADD, 0));
@@ -592,7 +599,7 @@ void tpj_lower_complex_scan(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 
 #define ISNAN(x) CMP(x, x, "NE")
 
-/* _cummax_helper / _cummin_helper: attrs {dim (wrapped), is_max}; results
+/* _cummax_helper / _cummin_helper: attrs tpj_attrs_cummaxmin_t; results
  * values and int64 indices. CPU's rule, element by element along dim: x
  * replaces the running value when x is NaN, or when neither is NaN and
  * x >= value (x <= value for cummin), so ties and NaNs take the later index.
@@ -615,11 +622,12 @@ static tpj_hlo_value_t tpj_misc_shift(tpj_hlo_builder_t* b, tpj_hlo_value_t x, i
 
 void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 2 || ctx->nouts < 2) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_cummaxmin_t) || ctx->nouts < 2) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "cummax/cummin: bad operands"));
     return;
   }
-  int dim = (int)ctx->attrs[0], is_max = ctx->attrs[1] != 0;
+  const tpj_attrs_cummaxmin_t* at = TPJ_ATTRS(ctx, tpj_attrs_cummaxmin_t);
+  int dim = (int)at->dim, is_max = at->is_max != 0;
   tpj_hlo_value_t v = ctx->in[0];
   if (v.dtype == TPJ_BOOL) v = tpj_hlo_emit_convert(b, v, TPJ_U8);
   int is_float = tpj_dtype_is_float(v.dtype);
@@ -640,11 +648,12 @@ void tpj_lower_cummaxmin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::isin.Tensor_Tensor: in[0] elements, in[1] test elements (any
- * shape, 0-d for a scalar; both in one dtype); attrs[0] invert. Every
+ * shape, 0-d for a scalar; both in one dtype); attrs tpj_attrs_isin_t. Every
  * element is compared with every test element: generate() tests a few
  * token ids, so n * m stays small. NaN is in nothing, as on CPU. */
 void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 2, 1, 0, "isin")) return;
+  if (!tpj_ops_need(ctx, 2, TPJ_ATTRS_WORDS(tpj_attrs_isin_t), 0, "isin")) return;
+  const tpj_attrs_isin_t* at = TPJ_ATTRS(ctx, tpj_attrs_isin_t);
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t x = tpj_ops_flat(b, ctx->in[0]), t = tpj_ops_flat(b, ctx->in[1]);
   int64_t dims[2] = {x.dims[0], t.dims[0]};
@@ -655,6 +664,6 @@ void tpj_lower_isin(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   int64_t over = 1;
   tpj_hlo_value_t any = tpj_hlo_emit_reduce(b, eq, tpj_hlo_emit_zero(b, TPJ_BOOL), &over, 1,
                                             "stablehlo.or");
-  if (ctx->attrs[0]) any = tpj_hlo_emit_unary(b, "stablehlo.not", any);
+  if (at->invert) any = tpj_hlo_emit_unary(b, "stablehlo.not", any);
   results[0] = tpj_hlo_emit_reshape(b, any, ctx->outs[0].dims, ctx->outs[0].ndim);
 }

@@ -6,6 +6,7 @@
 
 #include "exec/exec.h"
 #include "hlo/conv.h"
+#include "ops/attrs.h"
 #include "rt/rt.h"
 #include "tpj_test.h"
 
@@ -70,8 +71,17 @@ TPJ_TEST(exec_convolution_matches_naive_loop) {
   TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, xd, 4, x, &bx));
   TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 0, TPJ_F32, wd, 4, w, &bw));
   tpj_exec_arg_t args[2] = {{bx, 0, {0}}, {bw, 0, {0}}};
-  /* cd, transposed, groups, nsp, stride x2, pad x2, dil x2, opad x2, bias */
-  int64_t attrs[15] = {TPJ_F32, 0, g, 2, s, s, p, p, d, d, 0, 0, 0, 0, 0};
+  /* tpj_attrs_conv_t, then stride, padding, dilation, output_padding (two
+   * each), then tpj_attrs_conv_bias_t (no bias) */
+  int64_t attrs[15] = {0};
+  tpj_attrs_conv_t* at = (tpj_attrs_conv_t*)attrs;
+  at->compute = TPJ_F32;
+  at->groups = g;
+  at->nsp = 2;
+  int64_t* win = at->windows;
+  win[0] = win[1] = s;
+  win[2] = win[3] = p;
+  win[4] = win[5] = d;
   int64_t od[4] = {2, 6, (7 + 2 - 4 - 1) / 2 + 1, (6 + 2 - 2 - 1) / 2 + 1};
   tpj_rt_shape_t out = tpj_test_shape(TPJ_F32, od, 4);
   TPJ_EXPECT_OK(tpj_exec_run(ex, "aten::convolution", 0, args, 2, attrs, 15, &out, 1, &r));

@@ -1,0 +1,351 @@
+/* ops/attrs: the attribute layouts of the lowerings that are not descriptor
+ * rows, one struct per layout, so that the glue writing a call's attributes
+ * (csrc/ops/<family>.cpp) and the lowering reading them name the same
+ * fields. Every field is an int64_t: a struct overlays the call's int64
+ * attribute words (tpj_op_ctx_t.attrs) exactly, in field order, and those
+ * words are part of the executable cache's key. A lowering reads its layout
+ * with TPJ_ATTRS(ctx, type) (ops/desc.h). */
+#ifndef TPJ_OPS_ATTRS_H_
+#define TPJ_OPS_ATTRS_H_
+
+#include <stdint.h>
+
+#include "ops/desc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The number of attribute words a layout fills (its flexible tail left out). */
+#define TPJ_ATTRS_WORDS(type) ((int)(sizeof(type) / sizeof(int64_t)))
+
+/* The layout of the lowerings whose one attribute is the compute dtype. */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t (float32 for the half types, as CPU accumulates) */
+} tpj_attrs_compute_t;
+
+/* ---- norm (ops/norm.c) -------------------------------------------------- */
+
+/* native_batch_norm. in: x, [weight], [bias], [running_mean, running_var],
+ * momentum, eps. */
+typedef struct {
+  int64_t compute;     /* tpj_dtype_t the statistics are computed in */
+  int64_t training;    /* batch statistics (else the running ones) */
+  int64_t has_weight;
+  int64_t has_bias;
+  int64_t has_running; /* running_mean and running_var are operands */
+} tpj_attrs_batch_norm_t;
+
+/* native_batch_norm_backward. in: grad_out, x, [weight], mean,
+ * var_or_invstd, eps. */
+typedef struct {
+  int64_t compute;
+  int64_t training;  /* mean and invstd saved by training (else running stats) */
+  int64_t has_weight;
+  int64_t mask[3];   /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_batch_norm_backward_t;
+
+/* native_group_norm: x (N, C, *) seen as (N, group, C/group * HxW). in: x,
+ * [weight], [bias], eps. */
+typedef struct {
+  int64_t compute;
+  int64_t n;
+  int64_t c;
+  int64_t hxw; /* the product of x's dims past the channel dim */
+  int64_t group;
+  int64_t has_weight;
+  int64_t has_bias;
+} tpj_attrs_group_norm_t;
+
+/* native_group_norm_backward. in: grad_out, x, mean, rstd, [weight]. */
+typedef struct {
+  int64_t compute;
+  int64_t n;
+  int64_t c;
+  int64_t hxw;
+  int64_t group;
+  int64_t has_weight;
+  int64_t mask[3]; /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_group_norm_backward_t;
+
+/* native_layer_norm. in: x, [weight], [bias], eps. */
+typedef struct {
+  int64_t compute;
+  int64_t axis; /* the first normalized dim */
+  int64_t has_weight;
+  int64_t has_bias;
+} tpj_attrs_layer_norm_t;
+
+/* native_layer_norm_backward. in: grad_out, x, mean, rstd, [weight]. */
+typedef struct {
+  int64_t compute;
+  int64_t axis;
+  int64_t has_weight;
+  int64_t has_bias; /* 0: the backward reads no bias */
+  int64_t mask[3];  /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_layer_norm_backward_t;
+
+/* ---- sort (ops/sort.c) -------------------------------------------------- */
+
+/* aten::sort.stable */
+typedef struct {
+  int64_t dim; /* wrapped */
+  int64_t descending;
+} tpj_attrs_sort_t;
+
+/* aten::topk; the result is always sorted */
+typedef struct {
+  int64_t k;
+  int64_t dim; /* wrapped */
+  int64_t largest;
+} tpj_attrs_topk_t;
+
+/* aten::kthvalue */
+typedef struct {
+  int64_t k;   /* 1-based, checked by the glue */
+  int64_t dim; /* wrapped */
+} tpj_attrs_kthvalue_t;
+
+/* One dim to select along: median, max/min (with and without dim),
+ * argmax/argmin, mode, tpj::unique_consecutive_count. */
+typedef struct {
+  int64_t dim; /* wrapped; -1: all elements, flattened (mode: never -1) */
+} tpj_attrs_select_t;
+
+/* aten::cumsum, cumprod, _logcumsumexp */
+typedef struct {
+  int64_t dim;     /* wrapped */
+  int64_t compute; /* tpj_dtype_t (float32 for half outputs); 0: the output's */
+} tpj_attrs_scan_t;
+
+/* aten::nanmedian, nanmedian.dim */
+typedef struct {
+  int64_t dim; /* wrapped; -1: all elements, flattened */
+  /* the index CPU's kernel reports for a slice of NaNs only
+   * (std::nth_element's choice, from the slice length; the glue computes it) */
+  int64_t nan_index;
+} tpj_attrs_nanmedian_t;
+
+/* aten::unique_consecutive */
+typedef struct {
+  int64_t dim;  /* wrapped; -1: flattened */
+  int64_t runs; /* the run count, from tpj::unique_consecutive_count */
+} tpj_attrs_unique_consecutive_t;
+
+/* tpj::complex_scan (cumsum / cumprod of complex values) */
+typedef struct {
+  int64_t dim;     /* wrapped */
+  int64_t product; /* 1: cumprod, 0: cumsum */
+} tpj_attrs_complex_scan_t;
+
+/* aten::_cummax_helper, _cummin_helper */
+typedef struct {
+  int64_t dim; /* wrapped */
+  int64_t is_max;
+} tpj_attrs_cummaxmin_t;
+
+/* aten::isin.Tensor_Tensor */
+typedef struct {
+  int64_t invert;
+} tpj_attrs_isin_t;
+
+/* ---- shape (ops/shape.c) ------------------------------------------------ */
+
+/* aten::cat */
+typedef struct {
+  int64_t dim; /* wrapped */
+} tpj_attrs_cat_t;
+
+/* aten::channel_shuffle */
+typedef struct {
+  int64_t groups;
+} tpj_attrs_channel_shuffle_t;
+
+/* aten::tril, triu: keep col - row <= diagonal (tril) or >= (triu) */
+typedef struct {
+  int64_t diagonal;
+} tpj_attrs_tri_t;
+
+/* aten::flip's attributes are a plain list, the dims to reverse (wrapped,
+ * distinct), ctx->nattrs of them; aten::constant_pad_nd's are PyTorch's
+ * pads (pairs, the last dim first; negative pads crop). */
+
+/* aten::roll */
+typedef struct {
+  int64_t n; /* dims rolled; 0: the flattened tensor */
+  /* n shifts, then n wrapped dims; n == 0: the one shift */
+  int64_t shifts_dims[];
+} tpj_attrs_roll_t;
+
+/* reflection_pad / replication_pad (1d, 2d, 3d) */
+typedef struct {
+  int64_t reflect; /* 1: reflection, 0: replication */
+  int64_t pads[];  /* PyTorch's pads (pairs, the last dim first), nattrs - 1 */
+} tpj_attrs_edge_pad_t;
+
+/* their backward */
+typedef struct {
+  int64_t reflect;
+  int64_t compute; /* tpj_dtype_t */
+  int64_t pads[];  /* nattrs - 2 */
+} tpj_attrs_edge_pad_backward_t;
+
+/* ---- index (ops/index.c, ops/index_gather.c) ---------------------------- */
+
+/* How a scatter combines an update with what is there. */
+typedef enum {
+  TPJ_SCATTER_SET = 0,
+  TPJ_SCATTER_SUM = 1,
+  TPJ_SCATTER_PROD = 2,
+  TPJ_SCATTER_MEAN = 3,
+  TPJ_SCATTER_AMAX = 4,
+  TPJ_SCATTER_AMIN = 5,
+} tpj_scatter_mode_t;
+
+/* aten::index_select, aten::gather */
+typedef struct {
+  int64_t dim; /* wrapped */
+} tpj_attrs_index_dim_t;
+
+/* aten::embedding_dense_backward */
+typedef struct {
+  int64_t padding_idx; /* < 0: none */
+  int64_t compute;     /* tpj_dtype_t the rows are summed in */
+} tpj_attrs_embedding_backward_t;
+
+/* the scatter family (scatter, scatter_add, scatter_reduce) */
+typedef struct {
+  int64_t dim;  /* wrapped */
+  int64_t mode; /* tpj_scatter_mode_t */
+  int64_t include_self;
+} tpj_attrs_scatter_t;
+
+/* aten::index.Tensor and aten::take's attributes are a plain list: the dims
+ * the index tensors index, ascending, one per index tensor. */
+
+/* aten::index_put */
+typedef struct {
+  int64_t accumulate;
+  int64_t dims[]; /* the indexed dims, ascending, one per index tensor */
+} tpj_attrs_index_put_t;
+
+/* index_add, index_copy, index_fill */
+typedef struct {
+  int64_t dim;  /* wrapped */
+  int64_t mode; /* TPJ_SCATTER_SET or TPJ_SCATTER_SUM */
+} tpj_attrs_index_along_t;
+
+/* tpj::index_out_of_range: true when some index lies outside [lo, hi) */
+typedef struct {
+  int64_t lo;
+  int64_t hi;
+} tpj_attrs_index_range_t;
+
+/* aten::nonzero_static */
+typedef struct {
+  int64_t fill_value; /* the rows past the nonzero elements */
+} tpj_attrs_nonzero_static_t;
+
+/* ---- pool (ops/pool.c; the 2-D pools in ops/conv.c) -------------------- */
+
+/* aten::max_pool2d_with_indices */
+typedef struct {
+  int64_t kernel[2]; /* (h, w), as the other pairs */
+  int64_t stride[2];
+  int64_t padding[2];
+  int64_t dilation[2];
+} tpj_attrs_max_pool2d_t;
+
+/* aten::avg_pool2d and its backward */
+typedef struct {
+  int64_t kernel[2];
+  int64_t stride[2];
+  int64_t padding[2];
+  int64_t count_include_pad;
+  int64_t divisor_override; /* 0: none */
+  int64_t compute;          /* tpj_dtype_t */
+} tpj_attrs_avg_pool2d_t;
+
+/* max_pool2d_with_indices_backward, _adaptive_avg_pool2d and its backward:
+ * tpj_attrs_compute_t. */
+
+/* aten::max_pool3d_with_indices */
+typedef struct {
+  int64_t nsp;       /* spatial dims */
+  int64_t windows[]; /* nsp each of kernel, stride, padding, dilation */
+} tpj_attrs_max_pool_t;
+
+/* aten::avg_pool3d and its backward */
+typedef struct {
+  int64_t nsp;
+  /* nsp each of kernel, stride, padding, then tpj_attrs_avg_pool_end_t */
+  int64_t windows[];
+} tpj_attrs_avg_pool_t;
+typedef struct {
+  int64_t count_include_pad;
+  int64_t divisor_override; /* 0: none */
+  int64_t compute;          /* tpj_dtype_t */
+} tpj_attrs_avg_pool_end_t;
+
+/* adaptive_max_pool2d / 3d */
+typedef struct {
+  int64_t nsp;
+} tpj_attrs_adaptive_max_pool_t;
+
+/* The backward of max_pool3d and of the adaptive max pools (the indices say
+ * where), _adaptive_avg_pool3d and its backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t nsp;
+} tpj_attrs_pool_planes_t;
+
+/* ---- conv (ops/conv.c) -------------------------------------------------- */
+
+/* aten::convolution and convolution_backward: this head, nsp each of
+ * stride, padding, dilation, output_padding (windows[]), then
+ * tpj_attrs_conv_bias_t (forward) or tpj_attrs_conv_mask_t (backward). */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t transposed;
+  int64_t groups;
+  int64_t nsp; /* spatial dims, 1 to 3 */
+  int64_t windows[];
+} tpj_attrs_conv_t;
+typedef struct {
+  int64_t has_bias; /* the bias is in[2] */
+  int64_t zero[2];
+} tpj_attrs_conv_bias_t;
+typedef struct {
+  int64_t mask[3]; /* output mask: grad input, grad weight, grad bias */
+} tpj_attrs_conv_mask_t;
+
+/* ---- loss (ops/loss.c) -------------------------------------------------- */
+
+/* nll_loss, nll_loss2d and their backward */
+typedef struct {
+  int64_t compute;   /* tpj_dtype_t */
+  int64_t reduction; /* 0 none, 1 mean, 2 sum */
+  int64_t ignore_index;
+  int64_t has_weight;
+} tpj_attrs_nll_loss_t;
+
+/* ---- loss_margin (ops/loss_margin.c) ------------------------------------ */
+
+/* multi_margin_loss and its backward */
+typedef struct {
+  int64_t compute;   /* tpj_dtype_t */
+  int64_t reduction; /* 0 none, 1 mean, 2 sum */
+  int64_t p;         /* 1 or 2 */
+  int64_t has_weight;
+} tpj_attrs_multi_margin_t;
+
+/* multilabel_margin_loss_forward and its backward */
+typedef struct {
+  int64_t compute;
+  int64_t reduction;
+} tpj_attrs_multilabel_margin_t;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPJ_OPS_ATTRS_H_ */
