@@ -175,3 +175,67 @@ def metric(base: str, name: str) -> float:
             if line.startswith(name + "{") or line.startswith(name + " "):
                 total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+class KVEventsBridge:
+    """vLLM's KV-event publisher binds only ipc:// or wildcard tcp endpoints,
+    and vllm-router's kv_aware policy subscribes only to tcp://HOST:PORT: a
+    ZMQ forwarder (XSUB on the replica's ipc endpoint, XPUB bound on
+    127.0.0.1) joins them. watch() subscribes too, to see what passed."""
+
+    def __init__(self, ipc_endpoint: str):
+        import threading
+
+        import zmq
+
+        self._ctx = zmq.Context()
+        xsub = self._ctx.socket(zmq.XSUB)
+        xsub.setsockopt(zmq.LINGER, 0)
+        xsub.connect(ipc_endpoint)
+        xpub = self._ctx.socket(zmq.XPUB)
+        xpub.setsockopt(zmq.LINGER, 0)
+        self.endpoint = f"tcp://127.0.0.1:{free_port()}"
+        xpub.bind(self.endpoint)
+
+        def run():
+            try:
+                zmq.proxy(xsub, xpub)
+            except zmq.ZMQError:  # the context terminated: close()
+                pass
+            finally:
+                xsub.close(0)
+                xpub.close(0)
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def watch(self):
+        import zmq
+
+        sub = self._ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.connect(self.endpoint)
+        return sub
+
+    def close(self) -> None:
+        self._ctx.term()
+
+
+def wait_stored(sub, first_block: list[int], timeout: float = 20) -> None:
+    """Until a BlockStored event whose tokens start with first_block comes
+    through sub (bounded)."""
+    import time
+
+    import msgspec
+    import zmq
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not sub.poll(100):
+            continue
+        _topic, _seq, payload = sub.recv_multipart(zmq.NOBLOCK)
+        for e in msgspec.msgpack.decode(payload)[1]:
+            if e.get("type") == "BlockStored" and e["token_ids"][:len(first_block)] == first_block:
+                return
+    raise TimeoutError("no BlockStored event for the prompt")

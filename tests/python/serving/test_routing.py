@@ -1,6 +1,8 @@
 """Prefix-cache-aware routing (llm-d's second idea) across two vLLM tpu
 replicas, separate `vllm serve` processes with TORCH_PJRT_FALLBACK=error,
-behind vllm-router (requirements-serving.txt) with its cache-aware policy.
+behind vllm-router (requirements-serving.txt): its cache_aware policy (a
+prefix tree of the requests it routed), and its kv_aware policy, which
+indexes the replicas' own KV-cache events (llm-d's precise routing).
 
 Which replica served a request is read from the replicas' own Prometheus
 counters (vllm:prefix_cache_queries / _hits, in tokens): the one whose
@@ -9,6 +11,7 @@ the replica that already holds it, and hit its prefix cache there; outputs
 equal a single replica's. Then one replica is killed under bounded load:
 every request ends, served by the other or failed with an HTTP error, and
 none hangs."""
+import json
 import threading
 import time
 import urllib.error
@@ -34,23 +37,37 @@ def stack(tmp_path_factory):
     root = tmp_path_factory.mktemp("routing")
     model = _serving.build_model(str(root / "model"))
     logs = str(root)
-    procs = []
+    procs, bridges = [], []
     try:
         # --enable-scale-out: the render endpoints the router tokenizes text
         # prompts with (its cache-aware policy matches token prefixes).
-        replicas = [_serving.vllm_serve(f"replica{i}", model, logs, "--enable-scale-out")
-                    for i in range(2)]
+        # Each replica publishes its KV-cache events on an ipc endpoint.
+        ipc = [f"ipc://{root}/events{i}.ipc" for i in range(2)]
+        replicas = [_serving.vllm_serve(
+            f"replica{i}", model, logs, "--enable-scale-out", "--kv-events-config",
+            json.dumps({"enable_kv_cache_events": True, "publisher": "zmq",
+                        "endpoint": ipc[i]})) for i in range(2)]
         procs += replicas
         for r in replicas:
             r.wait_ready()
         router = _serving.vllm_router(logs, "--worker-urls", *[r.url for r in replicas],
                                       "--policy", "cache_aware")
         procs.append(router)
+        bridges += [_serving.KVEventsBridge(e) for e in ipc]
+        kv_router = _serving.vllm_router(
+            logs, "--worker-urls", *[r.url for r in replicas], "--policy", "kv_aware",
+            *[a for r, b in zip(replicas, bridges) for a in ("--kv-event-source",
+                                                             f"{r.url}={b.endpoint}")],
+            "--kv-event-block-size", "16", "--kv-event-model", model, name="kv-router")
+        procs.append(kv_router)
         router.wait_ready(60)
-        yield model, replicas, router
+        kv_router.wait_ready(60)
+        yield model, replicas, router, kv_router, bridges
     finally:
         for p in reversed(procs):
             p.stop()
+        for b in bridges:
+            b.close()
 
 
 def _complete(base, model, prompt, max_tokens=MAX_TOKENS, timeout=120):
@@ -81,7 +98,7 @@ def _served_by(replicas, before):
 
 
 def test_shared_prefix_goes_to_the_replica_holding_it(stack):
-    model, replicas, router = stack
+    model, replicas, router = stack[:3]
     # The first request of each system prompt, the second while the first is
     # in flight: nothing is cached yet, so the policy takes the less loaded
     # replica and the two prompts land on different replicas.
@@ -110,7 +127,7 @@ def test_shared_prefix_goes_to_the_replica_holding_it(stack):
 
 
 def test_outputs_equal_a_single_replicas(stack):
-    model, replicas, router = stack
+    model, replicas, router = stack[:3]
     prompts = [s + q for s in SYSTEM for q in QUESTIONS] + ["hello world", "tokens are written"]
     with ThreadPoolExecutor(4) as pool:
         routed = list(pool.map(lambda p: _complete(router.url, model, p), prompts))
@@ -120,12 +137,38 @@ def test_outputs_equal_a_single_replicas(stack):
         assert len(r["choices"][0]["token_ids"]) == MAX_TOKENS
 
 
+def test_kv_events_route_to_the_replica_holding_the_prefix(stack):
+    """llm-d's way: the router's kv_aware policy indexes the replicas' own
+    BlockStored events (through KVEventsBridge), so it knows a prefix that
+    reached a replica without passing through it."""
+    model, replicas, _, kv_router, bridges = stack
+    prompts = {1: list(range(40, 240)), 0: list(range(60, 260))}  # replica -> its prefix
+    for i, prompt in prompts.items():
+        watch = bridges[i].watch()
+        _serving.post(replicas[i].url + "/v1/completions",
+                      {"model": model, "prompt": prompt, "max_tokens": 1})
+        _serving.wait_stored(watch, prompt[:16])
+        watch.close(0)
+    time.sleep(1)  # the router's subscriber got the same message: let it index it
+    for i, prompt in prompts.items():
+        for q in ([7], [8, 9]):
+            before = _counters(replicas)
+            # A plain body: with vLLM's extra fields (ignore_eos,
+            # return_token_ids) the router scores no prefix credit.
+            out = _serving.post(kv_router.url + "/v1/completions",
+                                {"model": model, "prompt": prompt + q, "max_tokens": 4,
+                                 "temperature": 0})
+            served, hits = _served_by(replicas, before)
+            assert served == i, f"a prefix held by replica {i} went to replica {served}"
+            assert hits >= 0.8 * out["usage"]["prompt_tokens"], (i, q, hits, out["usage"])
+
+
 def test_killing_a_replica_under_load(stack):
     """24 requests, 4 at a time, each bounded by 60 s; replica 1 is killed
     (SIGKILL, engine core too) once a few have finished. Each request must end
     served (the right tokens) or with an HTTP error; none hangs, and the
     requests after the kill are served by replica 0."""
-    model, replicas, router = stack
+    model, replicas, router = stack[:3]
     prompts = [SYSTEM[i % 2] + f" request {i}" for i in range(24)]
     expected = {p: _complete(replicas[0].url, model, p)["choices"][0]["token_ids"]
                 for p in prompts}
