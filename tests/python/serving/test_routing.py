@@ -153,8 +153,8 @@ def test_kv_events_route_to_the_replica_holding_the_prefix(stack):
     for i, prompt in prompts.items():
         for q in ([7], [8, 9]):
             before = _counters(replicas)
-            # A plain body: with vLLM's extra fields (ignore_eos,
-            # return_token_ids) the router scores no prefix credit.
+            # No return_token_ids: with it, kv_aware scores no prefix
+            # credit (vllm-router 0.1.17).
             out = _serving.post(kv_router.url + "/v1/completions",
                                 {"model": model, "prompt": prompt + q, "max_tokens": 4,
                                  "temperature": 0})
