@@ -6,7 +6,9 @@
 - routing: a multi-tenant shared-prefix workload (--tenants system prompts of
   --prefix-tokens tokens, --questions short questions each, sent in a seeded
   shuffled order, --concurrency at a time) through two replicas behind the
-  router, with its cache_aware policy and with round_robin. Each replica's
+  router, with its cache_aware policy (a prefix tree of what it routed), its
+  kv_aware policy (an index of the replicas' own KV-cache events, through
+  a ZMQ forwarder on 127.0.0.1) and round_robin. Each replica's
   KV cache holds about --cache-prompts system prompts: more than half the
   tenants, fewer than all of them, so that where a prompt is sent decides
   whether it is found. Reports output tokens/s, TTFT p50/p99 (streamed) and
@@ -147,16 +149,24 @@ def routing(args, model, logs):
     assert args.prefix_tokens + 8 + args.out_tokens <= MAX_LEN
     kv = args.cache_prompts * (args.prefix_tokens + 2 * BLOCK) * kv_bytes_per_token()
     rows = []
-    for policy in ("cache_aware", "round_robin"):
-        procs = []
+    for policy in ("cache_aware", "kv_aware", "round_robin"):
+        procs, bridges, extra = [], [], []
         try:
-            replicas = [_serving.vllm_serve(f"{policy}-replica{i}", model, logs, kv_bytes=kv,
-                                            **ENGINE)
+            ipc = [f"ipc://{logs}/{policy}-events{i}.ipc" for i in range(2)]
+            replicas = [_serving.vllm_serve(
+                f"{policy}-replica{i}", model, logs, "--kv-events-config",
+                json.dumps({"enable_kv_cache_events": True, "publisher": "zmq",
+                            "endpoint": ipc[i]}), kv_bytes=kv, **ENGINE)
                         for i in range(2)]
             procs += replicas
             start_all(replicas)
+            if policy == "kv_aware":  # the replicas' events, through a forwarder
+                bridges = [_serving.KVEventsBridge(e) for e in ipc]
+                for r, b in zip(replicas, bridges):
+                    extra += ["--kv-event-source", f"{r.url}={b.endpoint}"]
+                extra += ["--kv-event-block-size", str(BLOCK), "--kv-event-model", model]
             router = _serving.vllm_router(logs, "--worker-urls", *[r.url for r in replicas],
-                                          "--policy", policy, name=f"{policy}-router")
+                                          "--policy", policy, *extra, name=f"{policy}-router")
             procs.append(router)
             router.wait_ready(60)
             # One request of each length first, straight to each replica: the
@@ -173,6 +183,8 @@ def routing(args, model, logs):
         finally:
             for p in reversed(procs):
                 p.stop()
+            for b in bridges:
+                b.close()
         print("ROW " + json.dumps(row), flush=True)
         rows.append(row)
     return rows
