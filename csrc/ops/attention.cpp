@@ -14,9 +14,11 @@
 #include <limits>
 
 #include "runtime.h"
+#include "glue.h"
 #include "tensor.h"
 
 extern "C" {
+#include "ops/attrs.h"
 #include "ops/paged.h"
 }
 
@@ -217,16 +219,18 @@ void check_varlen(const char* op, const Tensor& q, const Tensor& k, const Tensor
 
 // attrs shared by forward and backward: {accumulation dtype, causal, window
 // left, window right}
-std::vector<int64_t> varlen_attrs(const Tensor& q, bool is_causal,
-                                  at::OptionalSymIntArrayRef window) {
-  int64_t left = -1, right = -1;
+tpj_attrs_varlen_attn_t varlen_attrs(const Tensor& q, bool is_causal,
+                                     at::OptionalSymIntArrayRef window) {
+  tpj_attrs_varlen_attn_t attr{};
+  attr.left = attr.right = -1;
   if (window.has_value()) {
     TORCH_CHECK(window->size() == 2, "window_size must have length 2, got ", window->size());
-    left = (*window)[0].guard_int(__FILE__, __LINE__);
-    right = (*window)[1].guard_int(__FILE__, __LINE__);
+    attr.left = (*window)[0].guard_int(__FILE__, __LINE__);
+    attr.right = (*window)[1].guard_int(__FILE__, __LINE__);
   }
-  at::ScalarType cd = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  return {to_tpj_dtype(cd), is_causal ? 1 : 0, left, right};
+  attr.compute = to_tpj_dtype(q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
+  attr.causal = is_causal ? 1 : 0;
+  return attr;
 }
 
 double varlen_scale(const Tensor& q, std::optional<double> scale) {
@@ -251,12 +255,12 @@ std::tuple<Tensor, Tensor, Tensor> varlen_attn(
   c10::DeviceGuard guard(dev);
   Tensor out = new_output(q.sizes(), q.scalar_type(), dev);
   Tensor lse = new_output({q.size(1), q.size(0)}, at::kFloat, dev);
-  std::vector<int64_t> attrs = varlen_attrs(q, is_causal, window);
+  tpj_attrs_varlen_attn_t attrs = varlen_attrs(q, is_causal, window);
   if (q.numel() > 0 && k.size(0) > 0) {
     OpArgs a;
     for (const Tensor* t : {&q, &k, &v, &cu_q, &ck}) a.tensor(*t);
     a.scalar(varlen_scale(q, scale), static_cast<at::ScalarType>(at::kDouble), dev.index());
-    run_op(kVarlen, dev.index(), a, attrs, {out, lse});
+    run_op(kVarlen, dev.index(), a, attrs_of(attrs), {out, lse});
   } else {
     out.zero_();
     lse.fill_(std::numeric_limits<double>::infinity());
@@ -292,7 +296,8 @@ std::tuple<Tensor, Tensor, Tensor> varlen_attn_backward(
     for (const Tensor* t : std::initializer_list<const Tensor*>{&go, &q, &k, &v, &o, &lse, &cu_q, &cu_k})
       a.tensor(*t);
     a.scalar(varlen_scale(q, scale), static_cast<at::ScalarType>(at::kDouble), dev.index());
-    run_op(kVarlenBwd, dev.index(), a, varlen_attrs(q, is_causal, window), {dq, dk, dv});
+    tpj_attrs_varlen_attn_t attrs = varlen_attrs(q, is_causal, window);
+    run_op(kVarlenBwd, dev.index(), a, attrs_of(attrs), {dq, dk, dv});
   } else {
     dq.zero_();
     dk.zero_();
@@ -357,10 +362,12 @@ Tensor paged_attention(const Tensor& q, const Tensor& cache, const Tensor& tile_
   for (const Tensor& t : idx) a.tensor(t);
   a.scalar(scale, at::kDouble, dev.index());
   a.scalar(soft_cap.value_or(0.0), at::kDouble, dev.index());
-  at::ScalarType cd = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  run_op("tpj::paged_attention", dev.index(), a,
-         {to_tpj_dtype(cd), chunk_blocks, window.value_or(-1), soft_cap.has_value() ? 1 : 0},
-         {out});
+  tpj_attrs_paged_attention_t attr{};
+  attr.compute = to_tpj_dtype(q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
+  attr.chunk_blocks = chunk_blocks;
+  attr.window = window.value_or(-1);
+  attr.has_soft_cap = soft_cap.has_value() ? 1 : 0;
+  run_op("tpj::paged_attention", dev.index(), a, attrs_of(attr), {out});
   return out;
 }
 

@@ -7,7 +7,12 @@
 #include <torch/library.h>
 
 #include "ops/write.h"
+#include "glue.h"
 #include "tensor.h"
+
+extern "C" {
+#include "ops/attrs.h"
+}
 
 namespace torch_pjrt {
 namespace {
@@ -65,10 +70,14 @@ void fused_adam(bool adamw, TensorList params, TensorList grads, TensorList exp_
       if (t != &grads[i]) outs.push_back(at::empty(t->sizes(), t->options()));
     }
     if (has_scale) outs.push_back(at::empty(grads[i].sizes(), grads[i].options()));
-    run_op(adamw ? "aten::_fused_adamw_" : "aten::_fused_adam_", di, a,
-           {adamw, amsgrad, maximize, has_scale, has_inf,
-            to_tpj_dtype(accumulator(p.scalar_type()))},
-           outs);
+    tpj_attrs_fused_adam_t attr{};
+    attr.adamw = adamw;
+    attr.amsgrad = amsgrad;
+    attr.maximize = maximize;
+    attr.has_grad_scale = has_scale;
+    attr.has_found_inf = has_inf;
+    attr.compute = to_tpj_dtype(accumulator(p.scalar_type()));
+    run_op(adamw ? "aten::_fused_adamw_" : "aten::_fused_adam_", di, a, attrs_of(attr), outs);
     assign_result(p, outs[0], op);
     assign_result(exp_avgs[i], outs[1], op);
     assign_result(exp_avg_sqs[i], outs[2], op);

@@ -13,6 +13,10 @@
 #include "ops/fallback.h"
 #include "ops/write.h"
 #include "tensor.h"
+
+extern "C" {
+#include "ops/attrs.h"
+}
 #include "glue.h"
 #include <ATen/ExpandUtils.h>
 #include <string>
@@ -179,8 +183,13 @@ Tensor segment_reduce(const Tensor& data, c10::string_view reduce,
   add_operand(a, data, dev.index());
   add_operand(a, seg, dev.index());
   if (initial) a.scalar(*initial, compute, dev.index());
-  run_op(op, dev.index(), a,
-         {to_tpj_dtype(compute), kind, ax, by_lengths, initial.has_value()}, {out});
+  tpj_attrs_segment_reduce_t attr{};
+  attr.compute = to_tpj_dtype(compute);
+  attr.kind = kind;
+  attr.axis = ax;
+  attr.by_lengths = by_lengths;
+  attr.has_initial = initial.has_value();
+  run_op(op, dev.index(), a, attrs_of(attr), {out});
   return out;
 }
 
@@ -213,7 +222,13 @@ Tensor segment_reduce_backward(const Tensor& grad, const Tensor& output, const T
   OpArgs a;
   for (const Tensor* t : {&grad, &output, &data, seg}) add_operand(a, *t, dev.index());
   if (initial) a.scalar(*initial, compute, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(compute), kind, ax, by_lengths, initial.has_value()},
+  tpj_attrs_segment_reduce_t attr{};
+  attr.compute = to_tpj_dtype(compute);
+  attr.kind = kind;
+  attr.axis = ax;
+  attr.by_lengths = by_lengths;
+  attr.has_initial = initial.has_value();
+  run_op(op, dev.index(), a, attrs_of(attr),
          {out});
   return out;
 }
@@ -251,7 +266,9 @@ Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_
     check_supported(*weights, op);
     a.tensor(*weights);
   }
-  run_op(op, self.device().index(), a, {weighted}, {out});
+  tpj_attrs_bincount_t attr{};
+  attr.weighted = weighted;
+  run_op(op, self.device().index(), a, attrs_of(attr), {out});
   return out;
 }
 }  // namespace
@@ -299,7 +316,9 @@ Tensor k_histc(const Tensor& self, int64_t bins, const at::Scalar& min, const at
   a.tensor(self);
   a.scalar(min, cd, self.device().index());
   a.scalar(max, cd, self.device().index());
-  run_op(op, self.device().index(), a, {bins}, {out});
+  tpj_attrs_histc_t attr{};
+  attr.bins = bins;
+  run_op(op, self.device().index(), a, attrs_of(attr), {out});
   return out;
 }
 }  // namespace

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "hlo/linalg.h"
+#include "ops/attrs.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 #include "ops/paged.h"
@@ -104,8 +105,7 @@ typedef struct {
 } tpj_varlen_t;
 
 /* Reads the operands shared by forward and backward: q, k, v at in[qi..],
- * cu_q, cu_k at in[ci..], the scale at in[si]; attrs {cd, causal, left,
- * right}. */
+ * cu_q, cu_k at in[ci..], the scale at in[si]; tpj_attrs_varlen_attn_t. */
 static int tpj_varlen_setup(tpj_op_ctx_t* ctx, int qi, int ci, int si, tpj_varlen_t* p) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_hlo_value_t q = ctx->in[qi], k = ctx->in[qi + 1], v = ctx->in[qi + 2];
@@ -113,7 +113,8 @@ static int tpj_varlen_setup(tpj_op_ctx_t* ctx, int qi, int ci, int si, tpj_varle
       ctx->in[ci + 1].ndim != 1 || ctx->in[ci].dims[0] != ctx->in[ci + 1].dims[0] ||
       ctx->in[ci].dims[0] < 1 || k.dims[1] == 0 || q.dims[1] % k.dims[1] != 0)
     return tpj_ops_fail_operands(ctx, "torch_attn::_varlen_attn");
-  p->cd = (tpj_dtype_t)ctx->attrs[0];
+  const tpj_attrs_varlen_attn_t* at = TPJ_ATTRS(ctx, tpj_attrs_varlen_attn_t);
+  p->cd = (tpj_dtype_t)at->compute;
   p->tq = q.dims[0];
   p->tk = k.dims[0];
   p->hq = q.dims[1];
@@ -126,7 +127,7 @@ static int tpj_varlen_setup(tpj_op_ctx_t* ctx, int qi, int ci, int si, tpj_varle
   p->v = tpj_hlo_emit_convert(b, v, p->cd);
   p->scale = tpj_hlo_emit_convert(b, ctx->in[si], p->cd);
   tpj_hlo_value_t m = tpj_varlen_mask(b, ctx->in[ci], ctx->in[ci + 1], p->tq, p->tk,
-                                      ctx->attrs[1], ctx->attrs[2], ctx->attrs[3]);
+                                      at->causal, at->left, at->right);
   int64_t sd[4] = {p->hk, p->g, p->tq, p->tk}, md[2] = {2, 3};
   p->mask4 = tpj_hlo_emit_broadcast_in_dim(b, m, sd, 4, md);
   return tpj_hlo_ok(b);
@@ -240,8 +241,8 @@ void tpj_lower_varlen_attn_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
  * the last dim (vLLM's LBNHC); tile_blocks (P, W) integer block ids, W a
  * multiple of c; row_token (P*T) the query token of each tile row;
  * row_pos (P*T) its position in its sequence, -1 for a padding row;
- * token_row (N) each token's row; scale and soft_cap (0-d). attrs: {cd, c,
- * window (-1: none), has soft_cap}. A key at position k is visible to a row
+ * token_row (N) each token's row; scale and soft_cap (0-d);
+ * tpj_attrs_paged_attention_t. A key at position k is visible to a row
  * at position p when k <= p (and k > p - window). A row that sees no key
  * gives 0. */
 void tpj_lower_paged_attention(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
@@ -250,8 +251,9 @@ void tpj_lower_paged_attention(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   if (!tpj_ops_need(ctx, 8, 4, 1, kOp)) return;
   tpj_hlo_value_t q = ctx->in[0], cache = ctx->in[1], tb = ctx->in[2];
   tpj_hlo_value_t row_tok = ctx->in[3], row_pos = ctx->in[4], tok_row = ctx->in[5];
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int64_t c = ctx->attrs[1], window = ctx->attrs[2], has_cap = ctx->attrs[3];
+  const tpj_attrs_paged_attention_t* at = TPJ_ATTRS(ctx, tpj_attrs_paged_attention_t);
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int64_t c = at->chunk_blocks, window = at->window, has_cap = at->has_soft_cap;
   {
     const tpj_hlo_value_t* vs[6] = {&q, &cache, &tb, &row_tok, &row_pos, &tok_row};
     tpj_paged_operand_t ops[6];

@@ -24,6 +24,57 @@ typedef struct {
   int64_t compute; /* tpj_dtype_t (float32 for the half types, as CPU accumulates) */
 } tpj_attrs_compute_t;
 
+/* ---- reduction (ops/reduction.c): the non-row lowerings -------------------- */
+
+/* segment_reduce and _segment_reduce_backward. */
+typedef struct {
+  int64_t compute;     /* tpj_dtype_t */
+  int64_t kind;        /* the reduction: SEG_* of reduction.c (max, mean, min, sum, prod) */
+  int64_t axis;        /* the segmented axis (= the batch dims before it) */
+  int64_t by_lengths;  /* the segments are lengths (else offsets) */
+  int64_t has_initial; /* an initial value is an operand */
+} tpj_attrs_segment_reduce_t;
+
+/* bincount. */
+typedef struct {
+  int64_t weighted; /* the weights are in[1] */
+} tpj_attrs_bincount_t;
+
+/* histc. */
+typedef struct {
+  int64_t bins;
+} tpj_attrs_histc_t;
+
+/* ---- attention (ops/attention.c) ------------------------------------------- */
+
+/* _varlen_attn and its backward. */
+typedef struct {
+  int64_t compute; /* float32, or float64 for a float64 query */
+  int64_t causal;
+  int64_t left;    /* the sliding window's left extent, -1: none */
+  int64_t right;   /* its right extent, -1: none */
+} tpj_attrs_varlen_attn_t;
+
+/* tpj::paged_attention (its shape contract: ops/paged.h). */
+typedef struct {
+  int64_t compute;      /* float32, or float64 for a float64 query */
+  int64_t chunk_blocks; /* the blocks each loop step gathers per tile */
+  int64_t window;       /* the sliding window, -1: none */
+  int64_t has_soft_cap; /* in[7] is a logit soft cap */
+} tpj_attrs_paged_attention_t;
+
+/* ---- optim (ops/optim.c) --------------------------------------------------- */
+
+/* One parameter's _fused_adam_ / _fused_adamw_ step. */
+typedef struct {
+  int64_t adamw;
+  int64_t amsgrad;
+  int64_t maximize;
+  int64_t has_grad_scale;
+  int64_t has_found_inf;
+  int64_t compute; /* tpj_dtype_t the step computes in */
+} tpj_attrs_fused_adam_t;
+
 /* ---- norm (ops/norm.c) -------------------------------------------------- */
 
 /* native_batch_norm. in: x, [weight], [bias], [running_mean, running_var],

@@ -1,7 +1,8 @@
 /* ops/loss_pointwise: losses that are an elementwise term of (input,
  * target) and a reduction: mse_loss, smooth_l1_loss, huber_loss,
- * binary_cross_entropy, with their backward ops. attrs: [0] compute dtype,
- * [1] reduction (0 none, 1 mean, 2 sum), [2] has weight (bce only).
+ * binary_cross_entropy, with their backward ops: descriptor rows (bottom of
+ * this file) of the LOSS layout, tpj_attrs_loss_t (ops/desc.h): the compute
+ * dtype, the reduction (0 none, 1 mean, 2 sum), has_weight (bce only).
  * Forward in: self, target, [weight], [beta/delta as a 0-d runtime scalar];
  * backward in: grad_output, self, target, [weight], [beta/delta]. The
  * formulas follow CPU's kernels branch for branch (which side x == beta
@@ -45,14 +46,15 @@ static int tpj_loss_load(tpj_op_ctx_t* ctx, int first, tpj_loss_kind_t kind, con
                          const tpj_rt_shape_t* at, tpj_loss_t* L) {
   tpj_hlo_builder_t* b = ctx->b;
   L->b = b;
-  int hw = ctx->nattrs > 2 && ctx->attrs[2];
+  const tpj_attrs_loss_t* la = TPJ_ATTRS(ctx, tpj_attrs_loss_t);
+  int hw = ctx->nattrs > 2 && la->has_weight;
   int hp = kind == TPJ_LOSS_SMOOTH_L1 || kind == TPJ_LOSS_HUBER;
   if (ctx->nattrs < 2 || ctx->nin < first + 2 + hw + hp) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", name));
     return 0;
   }
-  L->cd = (tpj_dtype_t)ctx->attrs[0];
-  L->reduction = ctx->attrs[1];
+  L->cd = (tpj_dtype_t)la->compute;
+  L->reduction = la->reduction;
   if (at) {
     L->ndim = at->ndim;
     for (int i = 0; i < at->ndim; ++i) L->dims[i] = at->dims[i];

@@ -4,6 +4,7 @@
  * results back in place. Math follows PyTorch's fused CPU kernel: bias
  * corrections in float64, the update in the parameter's math dtype
  * (float32 for half types). */
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 /* in: param, grad, exp_avg, exp_avg_sq, [max_exp_avg_sq], step (0-d),
@@ -14,13 +15,14 @@
  * results: param, exp_avg, exp_avg_sq, [max_exp_avg_sq], [grad (unscaled)]. */
 void tpj_lower_fused_adam(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nattrs < 6) {
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_fused_adam_t)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "_fused_adam_: bad attrs"));
     return;
   }
-  int adamw = (int)ctx->attrs[0], amsgrad = (int)ctx->attrs[1], maximize = (int)ctx->attrs[2];
-  int has_scale = (int)ctx->attrs[3], has_inf = (int)ctx->attrs[4];
-  tpj_dtype_t md = (tpj_dtype_t)ctx->attrs[5];
+  const tpj_attrs_fused_adam_t* at = TPJ_ATTRS(ctx, tpj_attrs_fused_adam_t);
+  int adamw = (int)at->adamw, amsgrad = (int)at->amsgrad, maximize = (int)at->maximize;
+  int has_scale = (int)at->has_grad_scale, has_inf = (int)at->has_found_inf;
+  tpj_dtype_t md = (tpj_dtype_t)at->compute;
   int need = 4 + amsgrad + 6 + has_scale + has_inf;
   if (ctx->nin < need) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "_fused_adam_: bad operands"));

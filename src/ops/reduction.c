@@ -1,13 +1,15 @@
 /* ops/reduction: sum, mean, prod, amax, amin, any, all over a list of dims;
  * further down segment_reduce, bincount and histc (each with its own
  * layout); var/std, vector_norm and logsumexp are in ops/reduction_stats.c.
- * Attribute layout of the first group: attrs[0] compute dtype (the accumulator: float32 for
- * half types, as PyTorch's CPU kernels accumulate), attrs[1] keepdim,
- * attrs[2] the number of dims, attrs[3..] the dims (wrapped, sorted). The
- * output dtype and shape are PyTorch's (ctx->outs[0]). */
+ * The first group are descriptor rows (bottom of this file) with the layout
+ * tpj_attrs_reduce_t (ops/desc.h): the compute dtype (the accumulator:
+ * float32 for half types, as PyTorch's CPU kernels accumulate), keepdim, the
+ * dims (wrapped, sorted). The output dtype and shape are PyTorch's
+ * (ctx->outs[0]). */
 #include <math.h>
 
 #include "hlo/sort.h"
+#include "ops/attrs.h"
 #include "ops/desc.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
@@ -18,14 +20,16 @@ typedef enum { TPJ_RED_SUM, TPJ_RED_MEAN, TPJ_RED_PROD, TPJ_RED_MAX, TPJ_RED_MIN
 static void tpj_lower_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, tpj_reduce_kind_t kind) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 1 || ctx->nattrs < 3 || ctx->nattrs < 3 + ctx->attrs[2]) {
+  const tpj_attrs_reduce_t* at = TPJ_ATTRS(ctx, tpj_attrs_reduce_t);
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_reduce_t) ||
+      ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_reduce_t) + at->ndims) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "reduction: bad operands"));
     return;
   }
   tpj_hlo_value_t x = ctx->in[0];
-  int ndims = (int)ctx->attrs[2];
-  const int64_t* dims = &ctx->attrs[3];
-  tpj_dtype_t cd = ctx->attrs[0] > 0 ? (tpj_dtype_t)ctx->attrs[0] : o->dtype;
+  int ndims = (int)at->ndims;
+  const int64_t* dims = at->dims;
+  tpj_dtype_t cd = at->compute > 0 ? (tpj_dtype_t)at->compute : o->dtype;
   const char* body = "stablehlo.add";
   tpj_hlo_value_t init;
   switch (kind) {
@@ -170,7 +174,9 @@ static tpj_hlo_value_t seg_len(tpj_hlo_builder_t* b, const segs_t* g, tpj_dtype_
 }
 
 static int seg_need(tpj_op_ctx_t* ctx, int nin, const char* op) {
-  if (ctx->nin >= nin + (ctx->nattrs >= 5 && ctx->attrs[4]) && ctx->nattrs >= 5 &&
+  const int words = TPJ_ATTRS_WORDS(tpj_attrs_segment_reduce_t);
+  if (ctx->nattrs >= words &&
+      ctx->nin >= nin + (int)TPJ_ATTRS(ctx, tpj_attrs_segment_reduce_t)->has_initial &&
       ctx->nouts >= 1)
     return 1;
   tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
@@ -178,10 +184,9 @@ static int seg_need(tpj_op_ctx_t* ctx, int nin, const char* op) {
 }
 
 /* aten::segment_reduce: in[0] data, in[1] lengths or offsets (integer,
- * [B..., S] or [B..., S + 1]), in[2] (when attrs[4]) the initial value, a
- * 0-d runtime scalar of the compute dtype. attrs[0] the compute dtype,
- * attrs[1] the reduction (SEG_*), attrs[2] axis (= the batch dims B),
- * attrs[3] 1 for lengths, attrs[4] has initial. Each segment is reduced
+ * [B..., S] or [B..., S + 1]), in[2] (with has_initial) the initial value, a
+ * 0-d runtime scalar of the compute dtype; tpj_attrs_segment_reduce_t
+ * (ops/attrs.h). Each segment is reduced
  * over a mask of its positions; as in CPU's kernel the initial value seeds
  * each segment, max/min propagate NaN, mean divides by the length (an
  * empty segment is NaN without an initial value) and an empty segment
@@ -189,11 +194,12 @@ static int seg_need(tpj_op_ctx_t* ctx, int nin, const char* op) {
 void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   if (!seg_need(ctx, 2, "segment_reduce")) return;
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int kind = (int)ctx->attrs[1], axis = (int)ctx->attrs[2], has_init = (int)ctx->attrs[4];
+  const tpj_attrs_segment_reduce_t* at = TPJ_ATTRS(ctx, tpj_attrs_segment_reduce_t);
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int kind = (int)at->kind, axis = (int)at->axis, has_init = (int)at->has_initial;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   segs_t g;
-  if (!segments(b, x, ctx->in[1], axis, (int)ctx->attrs[3], &g)) return;
+  if (!segments(b, x, ctx->in[1], axis, (int)at->by_lengths, &g)) return;
   tpj_hlo_value_t xf = per_segment(b, &g, x);
   int64_t rd = axis + 1;
   const char* body = kind == SEG_MAX ? "stablehlo.maximum" : kind == SEG_MIN ? "stablehlo.minimum"
@@ -222,8 +228,8 @@ void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::_segment_reduce_backward: in[0] grad and in[1] output ([B..., S,
- * R...]), in[2] data, in[3] lengths or offsets, in[4] (when attrs[4]) the
- * initial value; attrs as segment_reduce. CPU's rules, per position j of
+ * R...]), in[2] data, in[3] lengths or offsets, in[4] (with has_initial) the
+ * initial value; attributes as segment_reduce's. CPU's rules, per position j of
  * segment s: sum passes grad[s]; mean grad[s] / length; max/min give
  * grad[s] to the positions equal to output[s] (or NaN), divided by their
  * count when there are several and grad[s] > 0; prod gives
@@ -233,11 +239,12 @@ void tpj_lower_segment_reduce(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 void tpj_lower_segment_reduce_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   if (!seg_need(ctx, 4, "_segment_reduce_backward")) return;
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int kind = (int)ctx->attrs[1], axis = (int)ctx->attrs[2];
+  const tpj_attrs_segment_reduce_t* at = TPJ_ATTRS(ctx, tpj_attrs_segment_reduce_t);
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int kind = (int)at->kind, axis = (int)at->axis;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[2], cd);
   segs_t g;
-  if (!segments(b, x, ctx->in[3], axis, (int)ctx->attrs[3], &g)) return;
+  if (!segments(b, x, ctx->in[3], axis, (int)at->by_lengths, &g)) return;
   tpj_hlo_value_t gr = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   tpj_hlo_value_t xf = per_segment(b, &g, x);
   tpj_hlo_value_t gf = per_position(b, &g, gr);
@@ -283,7 +290,7 @@ void tpj_lower_segment_reduce_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* resul
       phi[axis + 1] = 1;
       suf = tpj_hlo_emit_pad(b, tpj_hlo_emit_slice(b, suf, lo, hi, st), one, plo, phi);
       tpj_hlo_value_t excl = MUL(pre, suf);
-      if (ctx->attrs[4])
+      if (at->has_initial)
         excl = MUL(excl, tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_convert(b, ctx->in[4], cd),
                                                    g.full, g.nd));
       tpj_hlo_value_t special = tpj_hlo_emit_binary(b, "stablehlo.or", nan, CMP(xf, zero, "EQ"));
@@ -300,11 +307,12 @@ void tpj_lower_segment_reduce_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* resul
 /* ---- bincount ------------------------------------------------------------------- */
 
 /* aten::bincount: in[0] the values (1-D integer, checked non-negative and
- * below the output's length by the glue), in[1] the weights when attrs[0]
- * is set. Each value adds its weight (or 1) to its bin, in the output's
+ * below the output's length by the glue), in[1] the weights when
+ * tpj_attrs_bincount_t.weighted. Each value adds its weight (or 1) to its bin, in the output's
  * dtype (CPU's: the weights' for float and double, double for others). */
 void tpj_lower_bincount(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 1, 1, 1, "bincount") || (ctx->attrs[0] && ctx->nin < 2)) {
+  const tpj_attrs_bincount_t* at = TPJ_ATTRS(ctx, tpj_attrs_bincount_t);
+  if (!tpj_ops_need(ctx, 1, 1, 1, "bincount") || (at->weighted && ctx->nin < 2)) {
     if (tpj_hlo_ok(ctx->b))
       tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "bincount: bad operands"));
     return;
@@ -312,7 +320,7 @@ void tpj_lower_bincount(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t idx = tpj_hlo_emit_convert(b, ctx->in[0], TPJ_I64);
-  tpj_hlo_value_t upd = ctx->attrs[0] ? tpj_hlo_emit_convert(b, ctx->in[1], o->dtype)
+  tpj_hlo_value_t upd = at->weighted ? tpj_hlo_emit_convert(b, ctx->in[1], o->dtype)
                                       : tpj_ops_full_like(b, idx, o->dtype, 1.0);
   tpj_hlo_value_t zeros = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_zero(b, o->dtype), o->dims,
                                                     o->ndim);
@@ -332,7 +340,7 @@ static tpj_hlo_value_t bcast(tpj_hlo_builder_t* b, tpj_hlo_value_t s, const int6
 
 /* aten::histc: in[0] x (any shape, not empty), in[1] min and in[2] max
  * (0-d runtime values in the compare dtype, so a new range does not
- * recompile); attrs[0] bins. As CPU: min == max means the data's range, a
+ * recompile); tpj_attrs_histc_t. As CPU: min == max means the data's range, a
  * still-empty range widens to [min - 1, max + 1]; an element lands in bin k
  * when edge[k] <= x < edge[k + 1] with edges = linspace(min, max, bins + 1)
  * (the last bin includes max); elements outside [min, max] and NaN are not
@@ -341,7 +349,7 @@ static tpj_hlo_value_t bcast(tpj_hlo_builder_t* b, tpj_hlo_value_t s, const int6
 void tpj_lower_histc(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   if (!tpj_ops_need(ctx, 3, 1, 0, "histc")) return;
   tpj_hlo_builder_t* b = ctx->b;
-  int64_t bins = ctx->attrs[0];
+  int64_t bins = TPJ_ATTRS(ctx, tpj_attrs_histc_t)->bins;
   tpj_dtype_t cd = histc_dtype(ctx->in[0].dtype);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, tpj_ops_flat(b, ctx->in[0]), cd);
   tpj_hlo_value_t lo = tpj_hlo_emit_convert(b, ctx->in[1], cd);
