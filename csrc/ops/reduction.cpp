@@ -133,6 +133,17 @@ using PairRef = std::tuple<Tensor&, Tensor&>;
 
 // ---- segment_reduce ------------------------------------------------------------
 
+tpj_attrs_segment_reduce_t segment_attrs(at::ScalarType compute, int64_t kind, int64_t axis,
+                                         bool by_lengths, const std::optional<at::Scalar>& initial) {
+  tpj_attrs_segment_reduce_t attr{};
+  attr.compute = to_tpj_dtype(compute);
+  attr.kind = kind;
+  attr.axis = axis;
+  attr.by_lengths = by_lengths;
+  attr.has_initial = initial.has_value();
+  return attr;
+}
+
 Tensor segment_reduce(const Tensor& data, c10::string_view reduce,
                       const std::optional<Tensor>& lengths, const std::optional<Tensor>& indices,
                       const std::optional<Tensor>& offsets, int64_t axis, bool unsafe,
@@ -183,12 +194,7 @@ Tensor segment_reduce(const Tensor& data, c10::string_view reduce,
   add_operand(a, data, dev.index());
   add_operand(a, seg, dev.index());
   if (initial) a.scalar(*initial, compute, dev.index());
-  tpj_attrs_segment_reduce_t attr{};
-  attr.compute = to_tpj_dtype(compute);
-  attr.kind = kind;
-  attr.axis = ax;
-  attr.by_lengths = by_lengths;
-  attr.has_initial = initial.has_value();
+  tpj_attrs_segment_reduce_t attr = segment_attrs(compute, kind, ax, by_lengths, initial);
   run_op(op, dev.index(), a, attrs_of(attr), {out});
   return out;
 }
@@ -222,12 +228,7 @@ Tensor segment_reduce_backward(const Tensor& grad, const Tensor& output, const T
   OpArgs a;
   for (const Tensor* t : {&grad, &output, &data, seg}) add_operand(a, *t, dev.index());
   if (initial) a.scalar(*initial, compute, dev.index());
-  tpj_attrs_segment_reduce_t attr{};
-  attr.compute = to_tpj_dtype(compute);
-  attr.kind = kind;
-  attr.axis = ax;
-  attr.by_lengths = by_lengths;
-  attr.has_initial = initial.has_value();
+  tpj_attrs_segment_reduce_t attr = segment_attrs(compute, kind, ax, by_lengths, initial);
   run_op(op, dev.index(), a, attrs_of(attr),
          {out});
   return out;
