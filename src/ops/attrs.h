@@ -345,6 +345,92 @@ typedef struct {
   int64_t reduction;
 } tpj_attrs_multilabel_margin_t;
 
+/* ---- linalg (ops/linalg.c, ops/linalg_decomp.c) ------------------------ */
+
+/* aten::mm, bmm, mv, dot: tpj_attrs_compute_t (the lowering computes in the
+ * output's dtype). aten::addmm, addmv, baddbmm: */
+typedef struct {
+  int64_t compute;   /* tpj_dtype_t */
+  int64_t has_bias;  /* beta != 0: beta * in[0] is added */
+  int64_t has_beta;  /* beta != 1: a runtime scalar, in[3] */
+  int64_t has_alpha; /* alpha != 1: a runtime scalar, in[4] (in[3] without beta) */
+} tpj_attrs_addmm_t;
+
+/* aten::linalg_cross */
+typedef struct {
+  int64_t dim; /* wrapped, of the broadcast shape */
+} tpj_attrs_linalg_cross_t;
+
+/* aten::linalg_matrix_exp */
+typedef struct {
+  /* the squarings s: the glue picks the smallest with ||A||_1 / 2^s <= 1
+   * over the batch */
+  int64_t squarings;
+  int64_t compute; /* tpj_dtype_t */
+} tpj_attrs_matrix_exp_t;
+
+/* aten::_grouped_mm */
+typedef struct {
+  int64_t layout; /* 0: a 2-D x b 3-D with offs, 1: batched, 2: a 2-D x b 2-D with offs */
+  int64_t has_bias;
+  int64_t compute; /* tpj_dtype_t the products accumulate in */
+} tpj_attrs_grouped_mm_t;
+
+/* linalg_cholesky_ex (optional: no attribute reads the lower triangle),
+ * _cholesky_solve_helper, cholesky_inverse */
+typedef struct {
+  int64_t upper; /* the factor is upper triangular (A's upper triangle is read) */
+} tpj_attrs_cholesky_t;
+
+/* aten::linalg_solve_triangular */
+typedef struct {
+  int64_t upper;
+  int64_t left;
+  int64_t unitriangular;
+} tpj_attrs_solve_triangular_t;
+
+/* aten::triangular_solve */
+typedef struct {
+  int64_t upper;
+  int64_t transpose;
+  int64_t unitriangular;
+} tpj_attrs_triangular_solve_t;
+
+/* aten::lu_unpack */
+typedef struct {
+  int64_t unpack_data;
+  int64_t unpack_pivots;
+} tpj_attrs_lu_unpack_t;
+
+/* aten::linalg_lu_solve */
+typedef struct {
+  int64_t left;
+  int64_t adjoint;
+} tpj_attrs_lu_solve_t;
+
+/* aten::_linalg_solve_ex */
+typedef struct {
+  int64_t left;
+  int64_t vector_case; /* B is a vector (PyTorch's linalg_solve_is_vector_rhs) */
+} tpj_attrs_solve_ex_t;
+
+/* aten::_linalg_det, _linalg_slogdet (optional: no attribute factors A) */
+typedef struct {
+  /* factor A^T, as CPU's kernels do for a contiguous A (the backward
+   * formulas read the LU they return that way) */
+  int64_t transposed;
+} tpj_attrs_det_t;
+
+/* aten::linalg_qr */
+typedef struct {
+  int64_t mode; /* 0 reduced, 1 complete, 2 r */
+} tpj_attrs_qr_t;
+
+/* aten::_linalg_eigh (eigenvalues only) */
+typedef struct {
+  int64_t lower; /* UPLO 'L' */
+} tpj_attrs_eigh_t;
+
 #ifdef __cplusplus
 }
 #endif
