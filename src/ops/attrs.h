@@ -431,6 +431,44 @@ typedef struct {
   int64_t lower; /* UPLO 'L' */
 } tpj_attrs_eigh_t;
 
+/* ---- reduction_stats (ops/reduction_stats.c) ---------------------------- */
+
+/* var, std, var_mean and std_mean (.correction). in[1] is the divisor
+ * max(0, N - correction), a 0-d runtime scalar of the real compute dtype. */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t is_std;
+  int64_t ndims;   /* dims reduced: wrapped, sorted, distinct; every dim when none named */
+  int64_t dims[];
+} tpj_attrs_var_t;
+
+/* aten::logsumexp */
+typedef struct {
+  int64_t compute;
+  int64_t zero; /* 0 (the word var's is_std takes) */
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_logsumexp_t;
+
+/* The order of a vector norm: p (in[1], a 0-d runtime scalar of the compute
+ * dtype) or one of the orders computed on their own. */
+typedef enum {
+  TPJ_NORM_P = 0,
+  TPJ_NORM_ZERO,
+  TPJ_NORM_ONE,
+  TPJ_NORM_TWO,
+  TPJ_NORM_INF,
+  TPJ_NORM_NEG_INF,
+} tpj_norm_kind_t;
+
+/* aten::linalg_vector_norm */
+typedef struct {
+  int64_t compute;
+  int64_t kind; /* tpj_norm_kind_t */
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_vector_norm_t;
+
 #ifdef __cplusplus
 }
 #endif
