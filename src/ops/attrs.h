@@ -469,6 +469,35 @@ typedef struct {
   int64_t dims[];
 } tpj_attrs_vector_norm_t;
 
+/* ---- fold (ops/fold.c) -------------------------------------------------- */
+
+/* aten::im2col (PyTorch's kernel_size, dilation, padding, stride) */
+typedef struct {
+  int64_t kernel[2]; /* (h, w), as the other pairs */
+  int64_t dilation[2];
+  int64_t padding[2];
+  int64_t stride[2];
+} tpj_attrs_im2col_t;
+
+/* aten::col2im */
+typedef struct {
+  tpj_attrs_im2col_t window;
+  int64_t compute; /* tpj_dtype_t */
+} tpj_attrs_col2im_t;
+
+/* aten::unfold_backward */
+typedef struct {
+  int64_t dim; /* wrapped */
+  int64_t size;
+  int64_t step;
+  int64_t compute; /* tpj_dtype_t */
+} tpj_attrs_unfold_backward_t;
+
+/* max_unpool2d / 3d */
+typedef struct {
+  int64_t nsp; /* spatial dims */
+} tpj_attrs_max_unpool_t;
+
 #ifdef __cplusplus
 }
 #endif
