@@ -498,6 +498,46 @@ typedef struct {
   int64_t nsp; /* spatial dims */
 } tpj_attrs_max_unpool_t;
 
+/* ---- upsample (ops/upsample.c, upsample_bicubic.c, upsample_aa.c) ------ */
+
+/* The user's scale factor along one spatial dim. */
+typedef struct {
+  int64_t has_scale;
+  int64_t bits; /* the IEEE-754 bits of the scale (a double) */
+} tpj_attrs_scale_t;
+
+/* F.interpolate's modes in ops/upsample.c */
+typedef enum {
+  TPJ_UPSAMPLE_NEAREST = 0,
+  TPJ_UPSAMPLE_NEAREST_EXACT = 1,
+  TPJ_UPSAMPLE_LINEAR = 2,
+} tpj_upsample_mode_t;
+
+/* upsample_{nearest,linear,bilinear,trilinear}*, _upsample_nearest_exact*
+ * and their backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t mode;    /* tpj_upsample_mode_t */
+  int64_t align_corners;
+  int64_t nsp;                /* spatial dims, 1 to 3 */
+  tpj_attrs_scale_t scales[]; /* one per spatial dim */
+} tpj_attrs_upsample_t;
+
+/* upsample_bicubic2d and its backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t align_corners;
+  tpj_attrs_scale_t scales[2]; /* H, W */
+} tpj_attrs_upsample_bicubic_t;
+
+/* _upsample_{bilinear,bicubic}2d_aa and their backward */
+typedef struct {
+  int64_t compute; /* TPJ_F32 or TPJ_F64 */
+  int64_t bicubic; /* 1: bicubic, 0: bilinear */
+  int64_t align_corners;
+  tpj_attrs_scale_t scales[2]; /* H, W */
+} tpj_attrs_upsample_aa_t;
+
 #ifdef __cplusplus
 }
 #endif
