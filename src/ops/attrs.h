@@ -538,6 +538,29 @@ typedef struct {
   tpj_attrs_scale_t scales[2]; /* H, W */
 } tpj_attrs_upsample_aa_t;
 
+/* ---- sampling (ops/sampling.c) ------------------------------------------ */
+
+/* grid_sampler's interpolation modes (PyTorch's GridSamplerInterpolation) */
+typedef enum {
+  TPJ_GS_BILINEAR = 0,
+  TPJ_GS_NEAREST = 1,
+  TPJ_GS_BICUBIC = 2,
+} tpj_grid_sample_mode_t;
+
+/* grid_sampler_2d / 3d */
+typedef struct {
+  int64_t compute;       /* TPJ_F32 or TPJ_F64 */
+  int64_t interpolation; /* tpj_grid_sample_mode_t */
+  int64_t padding;       /* 0 zeros, 1 border, 2 reflection */
+  int64_t align_corners;
+} tpj_attrs_grid_sampler_t;
+
+/* grid_sampler_2d_backward / 3d_backward */
+typedef struct {
+  tpj_attrs_grid_sampler_t sampler;
+  int64_t want_input; /* the input's gradient is an output */
+} tpj_attrs_grid_sampler_backward_t;
+
 #ifdef __cplusplus
 }
 #endif
