@@ -561,6 +561,23 @@ typedef struct {
   int64_t want_input; /* the input's gradient is an output */
 } tpj_attrs_grid_sampler_backward_t;
 
+/* ---- random (ops/random.c) ---------------------------------------------- */
+
+/* aten::random_ (from, range as runtime scalars) */
+typedef struct {
+  /* the random bits drawn: 0 when range < 2^32 (32 bits modulo range, like
+   * CPU), 1 when range < 2^63 (63 bits modulo range), 2 otherwise (64 bits,
+   * less range once when they reach it) */
+  int64_t mode;
+} tpj_attrs_random_t;
+
+/* native_dropout and its backward: tpj_attrs_compute_t. */
+
+/* aten::multinomial */
+typedef struct {
+  int64_t replacement; /* with replacement and more than one sample (the glue's sampling kernel) */
+} tpj_attrs_multinomial_t;
+
 #ifdef __cplusplus
 }
 #endif
