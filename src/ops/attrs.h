@@ -578,6 +578,32 @@ typedef struct {
   int64_t replacement; /* with replacement and more than one sample (the glue's sampling kernel) */
 } tpj_attrs_multinomial_t;
 
+/* ---- fft (ops/fft.c) ---------------------------------------------------- */
+
+/* _fft_c2c, _fft_r2c and _fft_c2r: the three layouts differ in their second
+ * word only. */
+typedef struct {
+  int64_t norm;    /* PyTorch's fft_norm_mode: 0 none, 1 1/sqrt(n), 2 1/n */
+  int64_t forward;
+  int64_t conj;    /* the input is a conjugate view, read as its stored values */
+  int64_t ndims;
+  int64_t dims[];  /* wrapped */
+} tpj_attrs_fft_c2c_t;
+typedef struct {
+  int64_t norm;
+  int64_t onesided;
+  int64_t conj;
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_fft_r2c_t;
+typedef struct {
+  int64_t norm;
+  int64_t last_dim_size;
+  int64_t conj;
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_fft_c2r_t;
+
 #ifdef __cplusplus
 }
 #endif
