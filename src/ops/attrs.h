@@ -604,6 +604,20 @@ typedef struct {
   int64_t dims[];
 } tpj_attrs_fft_c2r_t;
 
+/* ---- create (ops/create.c) ---------------------------------------------- */
+
+/* arange (compute: CPU's accumulate type, double for float32, float for
+ * half types, int64 for integers) and linspace (compute: the step's dtype,
+ * double for integer outputs): tpj_attrs_compute_t. */
+
+/* aten::tril_indices, triu_indices */
+typedef struct {
+  int64_t rows;
+  int64_t cols;
+  int64_t offset;
+  int64_t upper; /* triu_indices */
+} tpj_attrs_tri_indices_t;
+
 #ifdef __cplusplus
 }
 #endif
