@@ -618,6 +618,23 @@ typedef struct {
   int64_t upper; /* triu_indices */
 } tpj_attrs_tri_indices_t;
 
+/* ---- distance (ops/distance.c) ------------------------------------------ */
+
+/* The norm of a p-norm distance, as CPU's kernels dispatch on p */
+typedef enum {
+  TPJ_DIST_ZERO = 0,
+  TPJ_DIST_ONE,
+  TPJ_DIST_TWO,
+  TPJ_DIST_INF,
+  TPJ_DIST_P, /* any other p: a runtime scalar, the last operand */
+} tpj_dist_kind_t;
+
+/* _cdist_forward / _cdist_backward, _pdist_forward / _pdist_backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t kind;    /* tpj_dist_kind_t */
+} tpj_attrs_dist_t;
+
 #ifdef __cplusplus
 }
 #endif
