@@ -25,6 +25,10 @@
 #include <ATen/native/Resize.h>
 #include <algorithm>
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -79,7 +83,9 @@ Tensor& arange_out(const Scalar& start, const Scalar& end, const Scalar& step, T
   OpArgs a;
   a.scalar(start, acc, out.device().index());
   a.scalar(step, acc, out.device().index());
-  run_op(op, out.device().index(), a, {to_tpj_dtype(acc)}, {r});
+  tpj_attrs_compute_t attrs{};
+  attrs.compute = to_tpj_dtype(acc);
+  run_op(op, out.device().index(), a, attrs_of(attrs), {r});
   assign_result(out, r, "aten::arange");
   return out;
 }
@@ -100,7 +106,9 @@ Tensor& linspace_out(const Scalar& start, const Scalar& end, int64_t steps, Tens
   OpArgs a;
   a.scalar(start, t, out.device().index());
   a.scalar(end, t, out.device().index());
-  run_op(op, out.device().index(), a, {to_tpj_dtype(cd)}, {r});
+  tpj_attrs_compute_t attrs{};
+  attrs.compute = to_tpj_dtype(cd);
+  run_op(op, out.device().index(), a, attrs_of(attrs), {r});
   assign_result(out, r, "aten::linspace");
   return out;
 }
@@ -198,7 +206,12 @@ Tensor tri_indices(bool upper, int64_t row, int64_t col, int64_t offset,
   Tensor out = at::empty(m.sizes(), m.options().device(dev));
   if (out.numel() == 0) return out;
   OpArgs a;
-  run_op(op, dev.index(), a, {row, col, offset, upper}, {out});
+  tpj_attrs_tri_indices_t attrs{};
+  attrs.rows = row;
+  attrs.cols = col;
+  attrs.offset = offset;
+  attrs.upper = upper;
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 }  // namespace

@@ -14,6 +14,10 @@
 #include "dtype_check.h"
 #include "glue.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -23,12 +27,12 @@ using at::Tensor;
 // ---- distances ------------------------------------------------------------------
 
 // The norm kind of src/ops/distance.c for p (CPU's dispatch on p).
-int64_t dist_kind(double p) {
-  if (p == 0) return 0;
-  if (p == 1) return 1;
-  if (p == 2) return 2;
-  if (std::isinf(p)) return 3;
-  return 4;
+tpj_dist_kind_t dist_kind(double p) {
+  if (p == 0) return TPJ_DIST_ZERO;
+  if (p == 1) return TPJ_DIST_ONE;
+  if (p == 2) return TPJ_DIST_TWO;
+  if (std::isinf(p)) return TPJ_DIST_INF;
+  return TPJ_DIST_P;
 }
 
 // CPU's kernels take float and double only (and say so this way).
@@ -45,9 +49,11 @@ Tensor run_dist(const char* op, std::vector<Tensor> ts, const Tensor& meta, doub
   Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
   OpArgs a;
   for (const Tensor& t : ts) a.tensor(on_device(t, dev));
-  int64_t kind = dist_kind(p);
-  if (kind == 4) a.scalar(p, ts[0].scalar_type(), dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(ts[0].scalar_type()), kind}, {out});
+  tpj_attrs_dist_t attrs{};
+  attrs.compute = to_tpj_dtype(ts[0].scalar_type());
+  attrs.kind = dist_kind(p);
+  if (attrs.kind == TPJ_DIST_P) a.scalar(p, ts[0].scalar_type(), dev.index());
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 

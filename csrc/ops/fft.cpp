@@ -8,8 +8,13 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "glue.h"
 #include "ops/fallback.h"
 #include "tensor.h"
+
+extern "C" {
+#include "ops/attrs.h"
+}
 
 namespace torch_pjrt {
 namespace {
@@ -35,6 +40,17 @@ std::vector<int64_t> wrap_dims(const Tensor& x, at::IntArrayRef dim, bool* ok) {
     w.push_back(v);
   }
   return w;
+}
+
+// The attributes of a transform: head (one of tpj_attrs_fft_c2c_t, _r2c_t,
+// _c2r_t, its second word set), then the dims.
+template <class Head>
+std::vector<int64_t> fft_attrs(Head head, int64_t norm, bool conj,
+                               const std::vector<int64_t>& dims) {
+  head.norm = norm;
+  head.conj = conj;
+  head.ndims = static_cast<int64_t>(dims.size());
+  return attrs_with_tail(head, dims);
 }
 
 // Runs op on self into a tensor shaped like fn(meta self). `arg` is forward /
@@ -65,8 +81,20 @@ Tensor run_fft(const char* op, Kind kind, const Tensor& self, at::IntArrayRef di
   c10::DeviceGuard guard(dev);
   Tensor out = at::empty(meta.sizes(), meta.options().device(dev));
   bool conj = self.is_conj();
-  std::vector<int64_t> attrs{norm, arg, conj ? 1 : 0, static_cast<int64_t>(dims.size())};
-  attrs.insert(attrs.end(), dims.begin(), dims.end());
+  std::vector<int64_t> attrs;
+  if (kind == kC2C) {
+    tpj_attrs_fft_c2c_t head{};
+    head.forward = arg;
+    attrs = fft_attrs(head, norm, conj, dims);
+  } else if (kind == kR2C) {
+    tpj_attrs_fft_r2c_t head{};
+    head.onesided = arg;
+    attrs = fft_attrs(head, norm, conj, dims);
+  } else {
+    tpj_attrs_fft_c2r_t head{};
+    head.last_dim_size = arg;
+    attrs = fft_attrs(head, norm, conj, dims);
+  }
   OpArgs a;
   // A conjugate view is read as its stored values and conjugated in the
   // program, rather than resolved through the host.

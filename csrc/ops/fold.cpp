@@ -13,6 +13,11 @@
 #include "ops/fallback.h"
 #include "tensor.h"
 #include "dtype_check.h"
+#include "glue.h"
+
+extern "C" {
+#include "ops/attrs.h"
+}
 
 namespace torch_pjrt {
 
@@ -23,7 +28,7 @@ using at::IntArrayRef;
 using at::Tensor;
 
 Tensor run_fold(const char* op, std::initializer_list<const Tensor*> ts, const Tensor& meta,
-                std::vector<int64_t> attrs) {
+                c10::ArrayRef<int64_t> attrs) {
   for (const Tensor* t : ts) check_supported(*t, op);
   c10::Device dev = common_device(op, ts);
   c10::DeviceGuard guard(dev);
@@ -34,11 +39,16 @@ Tensor run_fold(const char* op, std::initializer_list<const Tensor*> ts, const T
   return out;
 }
 
-std::vector<int64_t> fold_attrs(IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s) {
-  std::vector<int64_t> a;
-  for (IntArrayRef v : {k, d, p, s})
-    for (size_t i = 0; i < 2; ++i) a.push_back(v.size() == 1 ? v[0] : v[i]);
-  return a;
+tpj_attrs_im2col_t fold_attrs(IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s) {
+  auto pick = [](IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; };
+  tpj_attrs_im2col_t attrs{};
+  for (size_t i = 0; i < 2; ++i) {
+    attrs.kernel[i] = pick(k, i);
+    attrs.dilation[i] = pick(d, i);
+    attrs.padding[i] = pick(p, i);
+    attrs.stride[i] = pick(s, i);
+  }
+  return attrs;
 }
 
 // im2col/col2im on CPU: floating, complex and bool, no other integers.
@@ -50,16 +60,17 @@ void check_fold_dtype(const Tensor& x, const char* name) {
 Tensor im2col(const Tensor& x, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s) {
   check_fold_dtype(x, "im2col_out_cpu");
   Tensor m = at::im2col(to_meta(x), k, d, p, s);
-  return run_fold("aten::im2col", {&x}, m, fold_attrs(k, d, p, s));
+  return run_fold("aten::im2col", {&x}, m, attrs_of(fold_attrs(k, d, p, s)));
 }
 
 Tensor col2im(const Tensor& x, c10::SymIntArrayRef size, IntArrayRef k, IntArrayRef d,
               IntArrayRef p, IntArrayRef s) {
   check_fold_dtype(x, "col2im_out_cpu");
   Tensor m = at::col2im_symint(to_meta(x), size, k, d, p, s);
-  auto a = fold_attrs(k, d, p, s);
-  a.push_back(to_tpj_dtype(accumulator(x.scalar_type())));
-  return run_fold("aten::col2im", {&x}, m, a);
+  tpj_attrs_col2im_t attrs{};
+  attrs.window = fold_attrs(k, d, p, s);
+  attrs.compute = to_tpj_dtype(accumulator(x.scalar_type()));
+  return run_fold("aten::col2im", {&x}, m, attrs_of(attrs));
 }
 
 Tensor unfold_backward(const Tensor& g, c10::SymIntArrayRef sizes, int64_t dim, int64_t size,
@@ -67,15 +78,19 @@ Tensor unfold_backward(const Tensor& g, c10::SymIntArrayRef sizes, int64_t dim, 
   const char* op = "aten::unfold_backward";
   auto in = C10_AS_INTARRAYREF_SLOW(sizes);
   Tensor m = at::unfold_backward_symint(to_meta(g), sizes, dim, size, step);
-  int64_t cd = to_tpj_dtype(accumulator(g.scalar_type()));
+  tpj_attrs_unfold_backward_t attrs{};
+  attrs.size = size;
+  attrs.step = step;
+  attrs.compute = to_tpj_dtype(accumulator(g.scalar_type()));
   if (in.empty()) {
     // a 0-d input unfolds as one element of a 1-D one
     Tensor g2 = g.reshape({1, 1});
-    Tensor r = run_fold(op, {&g2}, at::empty({1}, m.options()), {0, size, step, cd});
+    attrs.dim = 0;
+    Tensor r = run_fold(op, {&g2}, at::empty({1}, m.options()), attrs_of(attrs));
     return r.reshape({});
   }
-  int64_t w = c10::maybe_wrap_dim(dim, static_cast<int64_t>(in.size()));
-  return run_fold(op, {&g}, m, {w, size, step, cd});
+  attrs.dim = c10::maybe_wrap_dim(dim, static_cast<int64_t>(in.size()));
+  return run_fold(op, {&g}, m, attrs_of(attrs));
 }
 
 // CPU's check: every index lies in its output plane; reports the first bad one.
@@ -121,7 +136,9 @@ Tensor max_unpool(const char* op, const Tensor& x, const Tensor& idx, IntArrayRe
     dtype_fallback(op, x.scalar_type());
     return on_cpu().to(x.device());
   }
-  return run_fold(op, {&x, &idx}, meta, {nsp});
+  tpj_attrs_max_unpool_t attrs{};
+  attrs.nsp = nsp;
+  return run_fold(op, {&x, &idx}, meta, attrs_of(attrs));
 }
 
 Tensor max_unpool2d(const Tensor& x, const Tensor& idx, c10::SymIntArrayRef size) {

@@ -32,6 +32,10 @@
 #include <limits>
 #include <ATen/ops/_grouped_mm_compositeexplicitautograd_dispatch.h>
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
@@ -71,7 +75,7 @@ auto on_cpu(const char* op, const Tensor& self, c10::Device dev, F f) {
 
 // Runs table op `op` on the operands into new tensors shaped like metas.
 std::vector<Tensor> run(const char* op, c10::Device dev, std::initializer_list<Tensor> ins,
-                        std::initializer_list<Tensor> metas, const std::vector<int64_t>& attrs) {
+                        std::initializer_list<Tensor> metas, c10::ArrayRef<int64_t> attrs) {
   c10::DeviceGuard guard(dev);
   std::vector<Tensor> outs;
   for (const Tensor& m : metas) outs.push_back(at::empty(m.sizes(), m.options().device(dev)));
@@ -88,6 +92,12 @@ c10::Device dev_of(const char* op, std::initializer_list<const Tensor*> ts) {
   return common_device(op, ts);
 }
 
+tpj_attrs_cholesky_t cholesky_attrs(bool upper) {
+  tpj_attrs_cholesky_t attrs{};
+  attrs.upper = upper;
+  return attrs;
+}
+
 // ---- Cholesky ---------------------------------------------------------------
 
 T2 k_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
@@ -96,7 +106,7 @@ T2 k_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
   if (!native(A))
     return on_cpu(op, A, dev, [&] { return at::linalg_cholesky_ex(cpu(A), upper, check_errors); });
   T2 m = at::meta::linalg_cholesky_ex(to_meta(A), upper, false);
-  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {upper});
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, attrs_of(cholesky_attrs(upper)));
   if (check_errors) at::_linalg_check_errors(o[1], "linalg.cholesky_ex", A.dim() == 2);
   return {o[0], o[1]};
 }
@@ -118,7 +128,8 @@ Tensor k_cholesky(const Tensor& self, bool upper) {
     return on_cpu("aten::cholesky", self, dev, [&] { return at::cholesky(cpu(self), upper); });
   Tensor m = at::cholesky(to_meta(self), upper);
   T2 mm = at::meta::linalg_cholesky_ex(to_meta(self), upper, false);
-  auto o = run("aten::linalg_cholesky_ex", dev, {self}, {m, std::get<1>(mm)}, {upper});
+  auto o = run("aten::linalg_cholesky_ex", dev, {self}, {m, std::get<1>(mm)},
+               attrs_of(cholesky_attrs(upper)));
   at::_linalg_check_errors(o[1], "cholesky", self.dim() == 2);
   return o[0];
 }
@@ -134,7 +145,11 @@ Tensor k_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool lef
       return at::linalg_solve_triangular(cpu(A), cpu(B), upper, left, unit);
     });
   if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
-  return run(op, dev, {A, B}, {m}, {upper, left, unit})[0];
+  tpj_attrs_solve_triangular_t attrs{};
+  attrs.upper = upper;
+  attrs.left = left;
+  attrs.unitriangular = unit;
+  return run(op, dev, {A, B}, {m}, attrs_of(attrs))[0];
 }
 
 T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool transpose, bool unit) {
@@ -155,7 +170,11 @@ T2 k_triangular_solve(const Tensor& self, const Tensor& A, bool upper, bool tran
   if (std::get<0>(m).numel() == 0 || std::get<1>(m).numel() == 0)
     return {at::empty(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev)),
             A.expand(std::get<1>(m).sizes()).clone(at::MemoryFormat::Contiguous)};
-  auto o = run(op, dev, {self, A}, {std::get<0>(m), std::get<1>(m)}, {upper, transpose, unit});
+  tpj_attrs_triangular_solve_t attrs{};
+  attrs.upper = upper;
+  attrs.transpose = transpose;
+  attrs.unitriangular = unit;
+  auto o = run(op, dev, {self, A}, {std::get<0>(m), std::get<1>(m)}, attrs_of(attrs));
   return {o[0], o[1]};
 }
 
@@ -166,7 +185,7 @@ Tensor k_cholesky_solve_helper(const Tensor& self, const Tensor& A, bool upper) 
     return on_cpu(op, self, dev, [&] { return at::_cholesky_solve_helper(cpu(self), cpu(A), upper); });
   Tensor m = at::_cholesky_solve_helper(to_meta(self), to_meta(A), upper);
   if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
-  return run(op, dev, {self, A}, {m}, {upper})[0];
+  return run(op, dev, {self, A}, {m}, attrs_of(cholesky_attrs(upper)))[0];
 }
 
 Tensor& k_cholesky_solve_helper_out(const Tensor& self, const Tensor& A, bool upper, Tensor& out) {
@@ -181,7 +200,7 @@ Tensor k_cholesky_inverse(const Tensor& self, bool upper) {
     return on_cpu(op, self, dev, [&] { return at::cholesky_inverse(cpu(self), upper); });
   Tensor m = at::cholesky_inverse(to_meta(self), upper);
   if (m.numel() == 0) return at::empty(m.sizes(), m.options().device(dev));
-  return run(op, dev, {self}, {m}, {upper})[0];
+  return run(op, dev, {self}, {m}, attrs_of(cholesky_attrs(upper)))[0];
 }
 
 // ---- LU ---------------------------------------------------------------------------
@@ -225,8 +244,11 @@ T3 k_lu_unpack(const Tensor& LU, const Tensor& pivots, bool unpack_data, bool un
     TORCH_CHECK(lo >= 1 && hi <= LU.size(-2),
                 "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive."
                 "Did you properly pass the result of lu_factor?");
+  tpj_attrs_lu_unpack_t attrs{};
+  attrs.unpack_data = unpack_data;
+  attrs.unpack_pivots = unpack_pivots;
   auto o = run(op, dev, {LU, pivots}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)},
-               {unpack_data, unpack_pivots});
+               attrs_of(attrs));
   return {o[0], o[1], o[2]};
 }
 
@@ -244,7 +266,10 @@ Tensor k_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool 
     TORCH_CHECK(lo >= 1 && hi <= LU.size(-2),
                 "Pivots given to lu_solve must all be smaller or equal to LU.size(-2). "
                 "Did you properly pass the result of lu_factor?");
-  return run(op, dev, {LU, pivots, B}, {m}, {left, adjoint})[0];
+  tpj_attrs_lu_solve_t attrs{};
+  attrs.left = left;
+  attrs.adjoint = adjoint;
+  return run(op, dev, {LU, pivots, B}, {m}, attrs_of(attrs))[0];
 }
 
 T2 k_inv_ex(const Tensor& A, bool check_errors) {
@@ -266,8 +291,11 @@ T4 k_solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
   T4 m = at::meta::_linalg_solve_ex(to_meta(A), to_meta(B), left, false);
   // PyTorch's rule for a vector right-hand side (linalg_solve_is_vector_rhs)
   bool vec = B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes() == A.sizes().slice(0, A.dim() - 1));
+  tpj_attrs_solve_ex_t attrs{};
+  attrs.left = left;
+  attrs.vector_case = vec;
   auto o = run(op, dev, {A, B}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
-               {left, vec});
+               attrs_of(attrs));
   if (check_errors) at::_linalg_check_errors(o[3], "linalg.solve_ex", A.dim() == 2);
   return {o[0], o[1], o[2], o[3]};
 }
@@ -278,7 +306,9 @@ T3 k_det(const Tensor& A) {
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_det(cpu(A)); });
   T3 m = at::meta::_linalg_det(to_meta(A));
   // CPU factors A^T when A is contiguous; the backward relies on it
-  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, {A.is_contiguous()});
+  tpj_attrs_det_t attrs{};
+  attrs.transposed = A.is_contiguous();
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m)}, attrs_of(attrs));
   return {o[0], o[1], o[2]};
 }
 
@@ -287,8 +317,10 @@ T4 k_slogdet(const Tensor& A) {
   c10::Device dev = A.device();
   if (!native(A)) return on_cpu(op, A, dev, [&] { return at::_linalg_slogdet(cpu(A)); });
   T4 m = at::meta::_linalg_slogdet(to_meta(A));
+  tpj_attrs_det_t attrs{};
+  attrs.transposed = A.is_contiguous();
   auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m)},
-               {A.is_contiguous()});
+               attrs_of(attrs));
   return {o[0], o[1], o[2], o[3]};
 }
 
@@ -334,7 +366,9 @@ T2 k_linalg_qr(const Tensor& A, c10::string_view mode) {
     if (Q.numel()) Q.diagonal(0, -2, -1).fill_(1);
     return {Q, at::zeros(std::get<1>(m).sizes(), std::get<1>(m).options().device(dev))};
   }
-  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {md});
+  tpj_attrs_qr_t attrs{};
+  attrs.mode = md;
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, attrs_of(attrs));
   return {o[0], o[1]};
 }
 
@@ -350,7 +384,9 @@ T2 k_linalg_eigh(const Tensor& A, c10::string_view uplo, bool compute_v) {
   if (A.numel() == 0)
     return {at::empty(std::get<0>(m).sizes(), std::get<0>(m).options().device(dev)),
             at::empty(std::get<1>(m).sizes(), std::get<1>(m).options().device(dev))};
-  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, {uplo == "L" || uplo == "l"});
+  tpj_attrs_eigh_t attrs{};
+  attrs.lower = uplo == "L" || uplo == "l";
+  auto o = run(op, dev, {A}, {std::get<0>(m), std::get<1>(m)}, attrs_of(attrs));
   return {o[0], o[1]};
 }
 
@@ -460,7 +496,9 @@ Tensor linalg_cross(const Tensor& self, const Tensor& other, int64_t dim) {
     at::linalg_cross(self.cpu(), other.cpu(), dim);
   Tensor m = meta_or_cpu([&] { return at::meta::linalg_cross(to_meta(self), to_meta(other), dim); },
                          [&] { at::linalg_cross(self.cpu(), other.cpu(), dim); });
-  return run_outs("aten::linalg_cross", {&self, &other}, {m}, {c10::maybe_wrap_dim(dim, m.dim())})[0];
+  tpj_attrs_linalg_cross_t attrs{};
+  attrs.dim = c10::maybe_wrap_dim(dim, m.dim());
+  return run_outs("aten::linalg_cross", {&self, &other}, {m}, attrs_of(attrs))[0];
 }
 
 // ---- linalg_matrix_exp ------------------------------------------------------------
@@ -487,7 +525,10 @@ Tensor matrix_exp(const Tensor& self) {
   if (std::isfinite(norm) && norm > 1) s = std::min<int64_t>(1100, std::ceil(std::log2(norm)));
   OpArgs a;
   a.tensor(self);
-  run_op(op, self.device().index(), a, {s, to_tpj_dtype(self.scalar_type())}, {out});
+  tpj_attrs_matrix_exp_t attrs{};
+  attrs.squarings = s;
+  attrs.compute = to_tpj_dtype(self.scalar_type());
+  run_op(op, self.device().index(), a, attrs_of(attrs), {out});
   return out;
 }
 }  // namespace
@@ -567,8 +608,11 @@ Tensor k_grouped_mm(const Tensor& self, const Tensor& mat2, const std::optional<
   a.tensor(mat2);
   if (has_offs) a.tensor(*offs);
   if (has_bias) a.tensor(*bias);
-  run_op(op, dev.index(), a,
-         {layout, has_bias, to_tpj_dtype(accumulator(self.scalar_type()))}, {out});
+  tpj_attrs_grouped_mm_t attrs{};
+  attrs.layout = layout;
+  attrs.has_bias = has_bias;
+  attrs.compute = to_tpj_dtype(accumulator(self.scalar_type()));
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 }  // namespace
@@ -602,15 +646,20 @@ Tensor product(const char* op, std::initializer_list<const Tensor*> ts, const Te
   Tensor out = at::empty(meta_out.sizes(), meta_out.options().device(dev));
   OpArgs a;
   for (const Tensor* t : ts) add_operand(a, *t, dev.index());
-  std::vector<int64_t> attrs{to_tpj_dtype(out.scalar_type())};
-  if (beta) {
-    bool has_bias = !is_value(*beta, 0.0), has_beta = has_bias && !is_value(*beta, 1.0);
-    bool has_alpha = !is_value(*alpha, 1.0);
-    attrs.insert(attrs.end(), {has_bias, has_beta, has_alpha});
-    if (has_beta) a.scalar(*beta, out.scalar_type(), dev.index());
-    if (has_alpha) a.scalar(*alpha, out.scalar_type(), dev.index());
+  if (!beta) {  // mm, bmm, mv, dot
+    tpj_attrs_compute_t attrs{};
+    attrs.compute = to_tpj_dtype(out.scalar_type());
+    run_op(op, dev.index(), a, attrs_of(attrs), {out});
+    return out;
   }
-  run_op(op, dev.index(), a, attrs, {out});
+  tpj_attrs_addmm_t attrs{};
+  attrs.compute = to_tpj_dtype(out.scalar_type());
+  attrs.has_bias = !is_value(*beta, 0.0);
+  attrs.has_beta = attrs.has_bias && !is_value(*beta, 1.0);
+  attrs.has_alpha = !is_value(*alpha, 1.0);
+  if (attrs.has_beta) a.scalar(*beta, out.scalar_type(), dev.index());
+  if (attrs.has_alpha) a.scalar(*alpha, out.scalar_type(), dev.index());
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 

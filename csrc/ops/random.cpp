@@ -16,6 +16,11 @@
 #include "ops/write.h"
 #include "tensor.h"
 #include "generator.h"
+#include "glue.h"
+
+extern "C" {
+#include "ops/attrs.h"
+}
 #include <ATen/ATen.h>
 
 namespace torch_pjrt {
@@ -53,7 +58,7 @@ uint64_t words_per(at::ScalarType compute) { return compute == at::kDouble ? 2 :
 // view). `input`, when given, is the op's tensor operand (before the key).
 Tensor& draw_into(Tensor& self, const char* op, const Gen& gen, uint64_t words_per_elem,
                   std::initializer_list<Scalar> scalars, at::ScalarType scalar_type,
-                  std::vector<int64_t> attrs = {}, const Tensor* input = nullptr) {
+                  c10::ArrayRef<int64_t> attrs = {}, const Tensor* input = nullptr) {
   check_supported(self, op);
   // A tpu generator passed for a tensor of another device dispatches here
   // (the generator's key wins); answer as that device's kernel would.
@@ -232,9 +237,10 @@ void check_from_to_in_range(const Tensor& self, int64_t from, int64_t to_inc) {
 Tensor& random_range(Tensor& self, const char* op, int64_t from, uint64_t range, Gen gen) {
   TORCH_CHECK(!self.is_complex(), "random_from_to_impl handles only integral, floating-point and "
               "boolean types");
-  int64_t mode = static_cast<int64_t>(range) <= 0 ? 2 : (range < (uint64_t(1) << 32) ? 0 : 1);
+  tpj_attrs_random_t attrs{};
+  attrs.mode = static_cast<int64_t>(range) <= 0 ? 2 : (range < (uint64_t(1) << 32) ? 0 : 1);
   return draw_into(self, op, gen, 2, {Scalar(from), Scalar(static_cast<int64_t>(range))},
-                   at::kLong, {mode});
+                   at::kLong, attrs_of(attrs));
 }
 
 Tensor& random_full(Tensor& self, Gen gen) {
@@ -350,7 +356,9 @@ Tensor multinomial_tpu(const Tensor& self, int64_t n_sample, bool replacement, G
   add_operand(a, self, dev);
   uint64_t draws = static_cast<uint64_t>(rows) * (sampling_kernel ? n_sample : categories);
   add_key(a, generator_for(gen, self), draws * words_per(compute_of(self.scalar_type())), dev);
-  run_op(op, dev, a, {sampling_kernel ? 1 : 0}, {out});
+  tpj_attrs_multinomial_t attrs{};
+  attrs.replacement = sampling_kernel;
+  run_op(op, dev, a, attrs_of(attrs), {out});
   return out;
 }
 
@@ -386,7 +394,9 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p, std::op
   add_key(a, generator_for(std::nullopt, input), words_per(c) * input.numel(), dev);
   a.scalar(keep, c, dev);
   a.scalar(scale, c, dev);
-  run_op(op, dev, a, {to_tpj_dtype(c)}, {out, mask});
+  tpj_attrs_compute_t attrs{};
+  attrs.compute = to_tpj_dtype(c);
+  run_op(op, dev, a, attrs_of(attrs), {out, mask});
   return std::make_tuple(out, mask);
 }
 
@@ -407,7 +417,9 @@ Tensor native_dropout_backward(const Tensor& grad, const Tensor& mask, double sc
   a.tensor(grad);
   a.tensor(mask);
   a.scalar(scale, c, dev.index());
-  run_op(op, dev.index(), a, {to_tpj_dtype(c)}, {out});
+  tpj_attrs_compute_t attrs{};
+  attrs.compute = to_tpj_dtype(c);
+  run_op(op, dev.index(), a, attrs_of(attrs), {out});
   return out;
 }
 

@@ -338,6 +338,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 // meta functions; the compute dtype is float32 for half types, as CPU's
 // kernels accumulate.
 extern "C" {
+#include "ops/attrs.h"
 #include "ops/ops.h"
 }
 namespace torch_pjrt {
@@ -347,11 +348,19 @@ namespace {
 using at::OptionalIntArrayRef;
 using at::Tensor;
 
-// attrs: compute dtype, flag, ndims, dims...; `scalar` (if any) is a 0-d
-// runtime operand of dtype scalar_dt.
+// The attributes of a statistic (tpj_attrs_var_t, tpj_attrs_logsumexp_t,
+// tpj_attrs_vector_norm_t): head, then the reduced dims, ndims of them.
+template <class Head>
+std::vector<int64_t> stats_attrs(at::ScalarType compute, Head head,
+                                 const std::vector<int64_t>& dims) {
+  head.compute = to_tpj_dtype(compute);
+  head.ndims = static_cast<int64_t>(dims.size());
+  return attrs_with_tail(head, dims);
+}
+
+// `scalar` (if any) is a 0-d runtime operand of dtype scalar_dt.
 std::vector<Tensor> run(const char* op, const Tensor& self, std::initializer_list<Tensor> metas,
-                        at::ScalarType compute, int64_t flag, const std::vector<int64_t>& dims,
-                        const at::Scalar* scalar = nullptr,
+                        c10::ArrayRef<int64_t> attrs, const at::Scalar* scalar = nullptr,
                         at::ScalarType scalar_dt = at::kFloat) {
   check_supported(self, op);
   c10::DeviceGuard guard(self.device());
@@ -361,8 +370,6 @@ std::vector<Tensor> run(const char* op, const Tensor& self, std::initializer_lis
   OpArgs a;
   a.tensor(self);
   if (scalar) a.scalar(*scalar, scalar_dt, self.device().index());
-  std::vector<int64_t> attrs{to_tpj_dtype(compute), flag, static_cast<int64_t>(dims.size())};
-  attrs.insert(attrs.end(), dims.begin(), dims.end());
   run_op(op, self.device().index(), a, attrs, outs);
   return outs;
 }
@@ -404,9 +411,11 @@ std::vector<Tensor> var_like(const char* name, const char* op, bool is_std, bool
   at::Scalar divisor(std::max(0.0, dof));
   at::ScalarType compute = accumulator(self.scalar_type());
   at::ScalarType real = c10::toRealValueType(compute);
-  if (with_mean)
-    return run(op, self, {metas[0], metas[1]}, compute, is_std, dims, &divisor, real);
-  return run(op, self, {metas[0]}, compute, is_std, dims, &divisor, real);
+  tpj_attrs_var_t head{};
+  head.is_std = is_std;
+  std::vector<int64_t> attrs = stats_attrs(compute, head, dims);
+  if (with_mean) return run(op, self, {metas[0], metas[1]}, attrs, &divisor, real);
+  return run(op, self, {metas[0]}, attrs, &divisor, real);
 }
 
 Tensor k_var(const Tensor& self, OptionalIntArrayRef dim, const std::optional<at::Scalar>& c,
@@ -450,8 +459,10 @@ Tensor k_logsumexp(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
     return at::logsumexp(self.cpu(), dim, keepdim).to(self.device());
   }
   Tensor m = at::logsumexp(to_meta(self), dim, keepdim);
-  return run("aten::logsumexp", self, {m}, accumulator(m.scalar_type()), 0,
-             reduced_dims(self, dim))[0];
+  tpj_attrs_logsumexp_t head{};
+  head.zero = 0;
+  return run("aten::logsumexp", self, {m},
+             stats_attrs(accumulator(m.scalar_type()), head, reduced_dims(self, dim)))[0];
 }
 
 Tensor k_vector_norm(const Tensor& self, const at::Scalar& ord, OptionalIntArrayRef dim,
@@ -462,12 +473,13 @@ Tensor k_vector_norm(const Tensor& self, const at::Scalar& ord, OptionalIntArray
   Tensor m = at::meta::linalg_vector_norm(to_meta(self), ord, dim, keepdim, dtype);
   at::ScalarType compute = accumulator(m.scalar_type());
   double p = ord.toDouble();
-  int64_t kind = p == 0 ? TPJ_NORM_ZERO : p == 1 ? TPJ_NORM_ONE : p == 2 ? TPJ_NORM_TWO
-                 : p == INFINITY ? TPJ_NORM_INF : p == -INFINITY ? TPJ_NORM_NEG_INF : TPJ_NORM_P;
-  std::vector<int64_t> dims = reduced_dims(self, dim);
-  if (kind == TPJ_NORM_P)
-    return run("aten::linalg_vector_norm", self, {m}, compute, kind, dims, &ord, compute)[0];
-  return run("aten::linalg_vector_norm", self, {m}, compute, kind, dims)[0];
+  tpj_attrs_vector_norm_t head{};
+  head.kind = p == 0 ? TPJ_NORM_ZERO : p == 1 ? TPJ_NORM_ONE : p == 2 ? TPJ_NORM_TWO
+              : p == INFINITY ? TPJ_NORM_INF : p == -INFINITY ? TPJ_NORM_NEG_INF : TPJ_NORM_P;
+  std::vector<int64_t> attrs = stats_attrs(compute, head, reduced_dims(self, dim));
+  if (head.kind == TPJ_NORM_P)
+    return run("aten::linalg_vector_norm", self, {m}, attrs, &ord, compute)[0];
+  return run("aten::linalg_vector_norm", self, {m}, attrs)[0];
 }
 }  // namespace
 }  // namespace torch_pjrt

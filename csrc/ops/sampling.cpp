@@ -9,9 +9,14 @@
 #include <cstring>
 #include <ATen/ATen.h>
 #include <torch/library.h>
+#include "glue.h"
 #include "ops/fallback.h"
 #include "tensor.h"
 #include "one_or_cpu.h"
+
+extern "C" {
+#include "ops/attrs.h"
+}
 
 namespace torch_pjrt {
 namespace {
@@ -33,8 +38,14 @@ bool grid_native(const Tensor& input, const Tensor& grid, int64_t mode, int64_t 
   return mode >= 0 && mode <= (k == 2 ? 2 : 1) && pad >= 0 && pad <= 2;
 }
 
-std::vector<int64_t> grid_attrs(at::ScalarType t, int64_t mode, int64_t pad, bool ac) {
-  return {to_tpj_dtype(t), mode, pad, ac ? 1 : 0};
+// mode and pad are PyTorch's GridSamplerInterpolation and GridSamplerPadding
+tpj_attrs_grid_sampler_t grid_attrs(at::ScalarType t, int64_t mode, int64_t pad, bool ac) {
+  tpj_attrs_grid_sampler_t attrs{};
+  attrs.compute = to_tpj_dtype(t);
+  attrs.interpolation = mode;
+  attrs.padding = pad;
+  attrs.align_corners = ac;
+  return attrs;
 }
 
 template <int K>
@@ -57,7 +68,7 @@ Tensor grid_sampler(const Tensor& input, const Tensor& grid, int64_t mode, int64
   OpArgs a;
   a.tensor(input);
   a.tensor(grid);
-  run_op(op, dev.index(), a, grid_attrs(input.scalar_type(), mode, pad, ac), {out});
+  run_op(op, dev.index(), a, attrs_of(grid_attrs(input.scalar_type(), mode, pad, ac)), {out});
   return out;
 }
 
@@ -90,12 +101,13 @@ std::tuple<Tensor, Tensor> grid_sampler_backward(const Tensor& grad, const Tenso
   a.tensor(grad);
   a.tensor(input);
   a.tensor(grid);
-  std::vector<int64_t> attrs = grid_attrs(input.scalar_type(), mode, pad, ac);
-  attrs.push_back(mask[0] ? 1 : 0);
+  tpj_attrs_grid_sampler_backward_t attrs{};
+  attrs.sampler = grid_attrs(input.scalar_type(), mode, pad, ac);
+  attrs.want_input = mask[0];
   std::vector<Tensor> outs;
   if (gi.defined()) outs.push_back(gi);
   outs.push_back(gg);
-  run_op(op, dev.index(), a, attrs, outs);
+  run_op(op, dev.index(), a, attrs_of(attrs), outs);
   return {gi, gg};
 }
 }  // namespace

@@ -26,30 +26,43 @@
 #include <cmath>
 #include "dtype_check.h"
 
+extern "C" {
+#include "ops/attrs.h"
+}
+
 namespace torch_pjrt {
 namespace {
 
 using at::Tensor;
 using Scales = std::vector<std::optional<double>>;
 
-enum Mode : int64_t { kNearest = 0, kNearestExact = 1, kLinear = 2 };
+using Mode = tpj_upsample_mode_t;
+
+tpj_attrs_scale_t scale_attrs(const std::optional<double>& s) {
+  tpj_attrs_scale_t attrs{};
+  attrs.has_scale = s.has_value();
+  if (s) std::memcpy(&attrs.bits, &*s, sizeof attrs.bits);
+  return attrs;
+}
 
 std::vector<int64_t> upsample_attrs(at::ScalarType dt, Mode mode, bool align_corners,
                                     const Scales& scales) {
-  std::vector<int64_t> attrs{to_tpj_dtype(accumulator(dt)), mode, align_corners ? 1 : 0,
-                             static_cast<int64_t>(scales.size())};
+  tpj_attrs_upsample_t head{};
+  head.compute = to_tpj_dtype(accumulator(dt));
+  head.mode = mode;
+  head.align_corners = align_corners;
+  head.nsp = static_cast<int64_t>(scales.size());
+  std::vector<int64_t> tail;
   for (const auto& s : scales) {
-    int64_t bits = 0;
-    if (s) std::memcpy(&bits, &*s, sizeof bits);
-    attrs.push_back(s ? 1 : 0);
-    attrs.push_back(bits);
+    tpj_attrs_scale_t one = scale_attrs(s);
+    tail.insert(tail.end(), attrs_of(one).begin(), attrs_of(one).end());
   }
-  return attrs;
+  return attrs_with_tail(head, tail);
 }
 
 // The dtypes CPU's kernels take: floating types, and uint8 for nearest.
 bool native(Mode mode, at::ScalarType t) {
-  return c10::isFloatingType(t) || (mode != kLinear && t == at::kByte);
+  return c10::isFloatingType(t) || (mode != TPJ_UPSAMPLE_LINEAR && t == at::kByte);
 }
 
 // Runs `op` on x (input or grad_output) into a tensor shaped like meta.
@@ -74,38 +87,44 @@ Tensor run_upsample(const char* op, const Tensor& x, const Tensor& meta, Mode mo
   }
 
 #define ARGS at::IntArrayRef output_size, std::optional<double> s0
-TPJ_UPSAMPLE_FWD(nearest1d, "aten::upsample_nearest1d", kNearest, false, (Scales{s0}),
+TPJ_UPSAMPLE_FWD(nearest1d, "aten::upsample_nearest1d", TPJ_UPSAMPLE_NEAREST, false, (Scales{s0}),
                  upsample_nearest1d(in, output_size, s0))
-TPJ_UPSAMPLE_FWD(nearest_exact1d, "aten::_upsample_nearest_exact1d", kNearestExact, false,
+TPJ_UPSAMPLE_FWD(nearest_exact1d, "aten::_upsample_nearest_exact1d",
+                 TPJ_UPSAMPLE_NEAREST_EXACT, false,
                  (Scales{s0}), _upsample_nearest_exact1d(in, output_size, s0))
 #undef ARGS
 #define ARGS at::IntArrayRef output_size, bool ac, std::optional<double> s0
-TPJ_UPSAMPLE_FWD(linear1d, "aten::upsample_linear1d", kLinear, ac, (Scales{s0}),
+TPJ_UPSAMPLE_FWD(linear1d, "aten::upsample_linear1d", TPJ_UPSAMPLE_LINEAR, ac, (Scales{s0}),
                  upsample_linear1d(in, output_size, ac, s0))
 #undef ARGS
 #define ARGS at::IntArrayRef output_size, std::optional<double> s0, std::optional<double> s1
-TPJ_UPSAMPLE_FWD(nearest2d, "aten::upsample_nearest2d", kNearest, false, (Scales{s0, s1}),
+TPJ_UPSAMPLE_FWD(nearest2d, "aten::upsample_nearest2d",
+                 TPJ_UPSAMPLE_NEAREST, false, (Scales{s0, s1}),
                  upsample_nearest2d(in, output_size, s0, s1))
-TPJ_UPSAMPLE_FWD(nearest_exact2d, "aten::_upsample_nearest_exact2d", kNearestExact, false,
+TPJ_UPSAMPLE_FWD(nearest_exact2d, "aten::_upsample_nearest_exact2d",
+                 TPJ_UPSAMPLE_NEAREST_EXACT, false,
                  (Scales{s0, s1}), _upsample_nearest_exact2d(in, output_size, s0, s1))
 #undef ARGS
 #define ARGS \
   at::IntArrayRef output_size, bool ac, std::optional<double> s0, std::optional<double> s1
-TPJ_UPSAMPLE_FWD(bilinear2d, "aten::upsample_bilinear2d", kLinear, ac, (Scales{s0, s1}),
+TPJ_UPSAMPLE_FWD(bilinear2d, "aten::upsample_bilinear2d", TPJ_UPSAMPLE_LINEAR, ac, (Scales{s0, s1}),
                  upsample_bilinear2d(in, output_size, ac, s0, s1))
 #undef ARGS
 #define ARGS                                                                      \
   at::IntArrayRef output_size, std::optional<double> s0, std::optional<double> s1, \
       std::optional<double> s2
-TPJ_UPSAMPLE_FWD(nearest3d, "aten::upsample_nearest3d", kNearest, false, (Scales{s0, s1, s2}),
+TPJ_UPSAMPLE_FWD(nearest3d, "aten::upsample_nearest3d",
+                 TPJ_UPSAMPLE_NEAREST, false, (Scales{s0, s1, s2}),
                  upsample_nearest3d(in, output_size, s0, s1, s2))
-TPJ_UPSAMPLE_FWD(nearest_exact3d, "aten::_upsample_nearest_exact3d", kNearestExact, false,
+TPJ_UPSAMPLE_FWD(nearest_exact3d, "aten::_upsample_nearest_exact3d",
+                 TPJ_UPSAMPLE_NEAREST_EXACT, false,
                  (Scales{s0, s1, s2}), _upsample_nearest_exact3d(in, output_size, s0, s1, s2))
 #undef ARGS
 #define ARGS                                                                               \
   at::IntArrayRef output_size, bool ac, std::optional<double> s0, std::optional<double> s1, \
       std::optional<double> s2
-TPJ_UPSAMPLE_FWD(trilinear3d, "aten::upsample_trilinear3d", kLinear, ac, (Scales{s0, s1, s2}),
+TPJ_UPSAMPLE_FWD(trilinear3d, "aten::upsample_trilinear3d",
+                 TPJ_UPSAMPLE_LINEAR, ac, (Scales{s0, s1, s2}),
                  upsample_trilinear3d(in, output_size, ac, s0, s1, s2))
 #undef ARGS
 #undef TPJ_UPSAMPLE_FWD
@@ -119,48 +138,53 @@ TPJ_UPSAMPLE_FWD(trilinear3d, "aten::upsample_trilinear3d", kLinear, ac, (Scales
   }
 
 #define ARGS at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0
-TPJ_UPSAMPLE_BWD(nearest1d_backward, "aten::upsample_nearest1d_backward", kNearest, false,
+TPJ_UPSAMPLE_BWD(nearest1d_backward, "aten::upsample_nearest1d_backward",
+                 TPJ_UPSAMPLE_NEAREST, false,
                  (Scales{s0}), upsample_nearest1d_backward(g, output_size, input_size, s0))
 TPJ_UPSAMPLE_BWD(nearest_exact1d_backward, "aten::_upsample_nearest_exact1d_backward",
-                 kNearestExact, false, (Scales{s0}),
+                 TPJ_UPSAMPLE_NEAREST_EXACT, false, (Scales{s0}),
                  _upsample_nearest_exact1d_backward(g, output_size, input_size, s0))
 #undef ARGS
 #define ARGS \
   at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac, std::optional<double> s0
-TPJ_UPSAMPLE_BWD(linear1d_backward, "aten::upsample_linear1d_backward", kLinear, ac, (Scales{s0}),
+TPJ_UPSAMPLE_BWD(linear1d_backward, "aten::upsample_linear1d_backward",
+                 TPJ_UPSAMPLE_LINEAR, ac, (Scales{s0}),
                  upsample_linear1d_backward(g, output_size, input_size, ac, s0))
 #undef ARGS
 #define ARGS                                                                        \
   at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0, \
       std::optional<double> s1
-TPJ_UPSAMPLE_BWD(nearest2d_backward, "aten::upsample_nearest2d_backward", kNearest, false,
+TPJ_UPSAMPLE_BWD(nearest2d_backward, "aten::upsample_nearest2d_backward",
+                 TPJ_UPSAMPLE_NEAREST, false,
                  (Scales{s0, s1}),
                  upsample_nearest2d_backward(g, output_size, input_size, s0, s1))
 TPJ_UPSAMPLE_BWD(nearest_exact2d_backward, "aten::_upsample_nearest_exact2d_backward",
-                 kNearestExact, false, (Scales{s0, s1}),
+                 TPJ_UPSAMPLE_NEAREST_EXACT, false, (Scales{s0, s1}),
                  _upsample_nearest_exact2d_backward(g, output_size, input_size, s0, s1))
 #undef ARGS
 #define ARGS                                                                    \
   at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac,              \
       std::optional<double> s0, std::optional<double> s1
-TPJ_UPSAMPLE_BWD(bilinear2d_backward, "aten::upsample_bilinear2d_backward", kLinear, ac,
+TPJ_UPSAMPLE_BWD(bilinear2d_backward, "aten::upsample_bilinear2d_backward", TPJ_UPSAMPLE_LINEAR, ac,
                  (Scales{s0, s1}),
                  upsample_bilinear2d_backward(g, output_size, input_size, ac, s0, s1))
 #undef ARGS
 #define ARGS                                                                        \
   at::IntArrayRef output_size, at::IntArrayRef input_size, std::optional<double> s0, \
       std::optional<double> s1, std::optional<double> s2
-TPJ_UPSAMPLE_BWD(nearest3d_backward, "aten::upsample_nearest3d_backward", kNearest, false,
+TPJ_UPSAMPLE_BWD(nearest3d_backward, "aten::upsample_nearest3d_backward",
+                 TPJ_UPSAMPLE_NEAREST, false,
                  (Scales{s0, s1, s2}),
                  upsample_nearest3d_backward(g, output_size, input_size, s0, s1, s2))
 TPJ_UPSAMPLE_BWD(nearest_exact3d_backward, "aten::_upsample_nearest_exact3d_backward",
-                 kNearestExact, false, (Scales{s0, s1, s2}),
+                 TPJ_UPSAMPLE_NEAREST_EXACT, false, (Scales{s0, s1, s2}),
                  _upsample_nearest_exact3d_backward(g, output_size, input_size, s0, s1, s2))
 #undef ARGS
 #define ARGS                                                                    \
   at::IntArrayRef output_size, at::IntArrayRef input_size, bool ac,              \
       std::optional<double> s0, std::optional<double> s1, std::optional<double> s2
-TPJ_UPSAMPLE_BWD(trilinear3d_backward, "aten::upsample_trilinear3d_backward", kLinear, ac,
+TPJ_UPSAMPLE_BWD(trilinear3d_backward, "aten::upsample_trilinear3d_backward",
+                 TPJ_UPSAMPLE_LINEAR, ac,
                  (Scales{s0, s1, s2}),
                  upsample_trilinear3d_backward(g, output_size, input_size, ac, s0, s1, s2))
 #undef ARGS
@@ -200,24 +224,21 @@ using at::Tensor;
 
 // ---- bicubic upsampling ----------------------------------------------------------
 
-// attrs of src/ops/upsample_bicubic.c: compute dtype, align_corners, then per dim
-// has_scale and the scale's bits.
-std::vector<int64_t> cubic_attrs(const Tensor& x, bool align, std::optional<double> sh,
-                                 std::optional<double> sw) {
-  std::vector<int64_t> a{acc_dtype(x.scalar_type()), align};
-  for (const auto& s : {sh, sw}) {
-    int64_t bits = 0;
-    if (s) std::memcpy(&bits, &*s, sizeof bits);
-    a.push_back(s.has_value());
-    a.push_back(bits);
-  }
-  return a;
+tpj_attrs_upsample_bicubic_t cubic_attrs(const Tensor& x, bool align, std::optional<double> sh,
+                                         std::optional<double> sw) {
+  tpj_attrs_upsample_bicubic_t attrs{};
+  attrs.compute = acc_dtype(x.scalar_type());
+  attrs.align_corners = align;
+  attrs.scales[0] = scale_attrs(sh);
+  attrs.scales[1] = scale_attrs(sw);
+  return attrs;
 }
 
 // Floating inputs run natively; others (uint8) run CPU's kernel, counted,
 // which also raises CPU's error for dtypes CPU lacks.
 template <typename F>
-Tensor run_cubic(const char* op, const Tensor& x, const std::vector<int64_t>& attrs, F f) {
+Tensor run_cubic(const char* op, const Tensor& x, const tpj_attrs_upsample_bicubic_t& attrs,
+                 F f) {
   Tensor m = f(to_meta(x));
   if (!c10::isFloatingType(x.scalar_type())) {
     Tensor r = f(to_host(x));
@@ -230,7 +251,7 @@ Tensor run_cubic(const char* op, const Tensor& x, const std::vector<int64_t>& at
   if (out.numel() == 0) return out;
   OpArgs a;
   a.tensor(x);
-  run_op(op, x.device().index(), a, attrs, {out});
+  run_op(op, x.device().index(), a, attrs_of(attrs), {out});
   return out;
 }
 
@@ -264,14 +285,13 @@ using D = std::optional<double>;
 using L = at::IntArrayRef;
 
 std::vector<int64_t> aa_attrs(at::ScalarType dt, bool bicubic, bool align_corners, D sh, D sw) {
-  std::vector<int64_t> attrs{to_tpj_dtype(dt), bicubic ? 1 : 0, align_corners ? 1 : 0};
-  for (const D& s : {sh, sw}) {
-    int64_t bits = 0;
-    if (s) std::memcpy(&bits, &*s, sizeof bits);
-    attrs.push_back(s ? 1 : 0);
-    attrs.push_back(bits);
-  }
-  return attrs;
+  tpj_attrs_upsample_aa_t attrs{};
+  attrs.compute = to_tpj_dtype(dt);
+  attrs.bicubic = bicubic;
+  attrs.align_corners = align_corners;
+  attrs.scales[0] = scale_attrs(sh);
+  attrs.scales[1] = scale_attrs(sw);
+  return attrs_of(attrs).vec();
 }
 
 // Runs `op` on x (input or grad_output) into a tensor shaped like meta; cpu

@@ -396,6 +396,296 @@ typedef struct {
   int64_t reduction;
 } tpj_attrs_multilabel_margin_t;
 
+/* ---- linalg (ops/linalg.c, ops/linalg_decomp.c) ------------------------ */
+
+/* aten::mm, bmm, mv, dot: tpj_attrs_compute_t (the lowering computes in the
+ * output's dtype). aten::addmm, addmv, baddbmm: */
+typedef struct {
+  int64_t compute;   /* tpj_dtype_t */
+  int64_t has_bias;  /* beta != 0: beta * in[0] is added */
+  int64_t has_beta;  /* beta != 1: a runtime scalar, in[3] */
+  int64_t has_alpha; /* alpha != 1: a runtime scalar, in[4] (in[3] without beta) */
+} tpj_attrs_addmm_t;
+
+/* aten::linalg_cross */
+typedef struct {
+  int64_t dim; /* wrapped, of the broadcast shape */
+} tpj_attrs_linalg_cross_t;
+
+/* aten::linalg_matrix_exp */
+typedef struct {
+  /* the squarings s: the glue picks the smallest with ||A||_1 / 2^s <= 1
+   * over the batch */
+  int64_t squarings;
+  int64_t compute; /* tpj_dtype_t */
+} tpj_attrs_matrix_exp_t;
+
+/* aten::_grouped_mm */
+typedef struct {
+  int64_t layout; /* 0: a 2-D x b 3-D with offs, 1: batched, 2: a 2-D x b 2-D with offs */
+  int64_t has_bias;
+  int64_t compute; /* tpj_dtype_t the products accumulate in */
+} tpj_attrs_grouped_mm_t;
+
+/* linalg_cholesky_ex (optional: no attribute reads the lower triangle),
+ * _cholesky_solve_helper, cholesky_inverse */
+typedef struct {
+  int64_t upper; /* the factor is upper triangular (A's upper triangle is read) */
+} tpj_attrs_cholesky_t;
+
+/* aten::linalg_solve_triangular */
+typedef struct {
+  int64_t upper;
+  int64_t left;
+  int64_t unitriangular;
+} tpj_attrs_solve_triangular_t;
+
+/* aten::triangular_solve */
+typedef struct {
+  int64_t upper;
+  int64_t transpose;
+  int64_t unitriangular;
+} tpj_attrs_triangular_solve_t;
+
+/* aten::lu_unpack */
+typedef struct {
+  int64_t unpack_data;
+  int64_t unpack_pivots;
+} tpj_attrs_lu_unpack_t;
+
+/* aten::linalg_lu_solve */
+typedef struct {
+  int64_t left;
+  int64_t adjoint;
+} tpj_attrs_lu_solve_t;
+
+/* aten::_linalg_solve_ex */
+typedef struct {
+  int64_t left;
+  int64_t vector_case; /* B is a vector (PyTorch's linalg_solve_is_vector_rhs) */
+} tpj_attrs_solve_ex_t;
+
+/* aten::_linalg_det, _linalg_slogdet (optional: no attribute factors A) */
+typedef struct {
+  /* factor A^T, as CPU's kernels do for a contiguous A (the backward
+   * formulas read the LU they return that way) */
+  int64_t transposed;
+} tpj_attrs_det_t;
+
+/* aten::linalg_qr */
+typedef struct {
+  int64_t mode; /* 0 reduced, 1 complete, 2 r */
+} tpj_attrs_qr_t;
+
+/* aten::_linalg_eigh (eigenvalues only) */
+typedef struct {
+  int64_t lower; /* UPLO 'L' */
+} tpj_attrs_eigh_t;
+
+/* ---- reduction_stats (ops/reduction_stats.c) ---------------------------- */
+
+/* var, std, var_mean and std_mean (.correction). in[1] is the divisor
+ * max(0, N - correction), a 0-d runtime scalar of the real compute dtype. */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t is_std;
+  int64_t ndims;   /* dims reduced: wrapped, sorted, distinct; every dim when none named */
+  int64_t dims[];
+} tpj_attrs_var_t;
+
+/* aten::logsumexp */
+typedef struct {
+  int64_t compute;
+  int64_t zero; /* 0 (the word var's is_std takes) */
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_logsumexp_t;
+
+/* The order of a vector norm: p (in[1], a 0-d runtime scalar of the compute
+ * dtype) or one of the orders computed on their own. */
+typedef enum {
+  TPJ_NORM_P = 0,
+  TPJ_NORM_ZERO,
+  TPJ_NORM_ONE,
+  TPJ_NORM_TWO,
+  TPJ_NORM_INF,
+  TPJ_NORM_NEG_INF,
+} tpj_norm_kind_t;
+
+/* aten::linalg_vector_norm */
+typedef struct {
+  int64_t compute;
+  int64_t kind; /* tpj_norm_kind_t */
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_vector_norm_t;
+
+/* ---- fold (ops/fold.c) -------------------------------------------------- */
+
+/* aten::im2col (PyTorch's kernel_size, dilation, padding, stride) */
+typedef struct {
+  int64_t kernel[2]; /* (h, w), as the other pairs */
+  int64_t dilation[2];
+  int64_t padding[2];
+  int64_t stride[2];
+} tpj_attrs_im2col_t;
+
+/* aten::col2im */
+typedef struct {
+  tpj_attrs_im2col_t window;
+  int64_t compute; /* tpj_dtype_t */
+} tpj_attrs_col2im_t;
+
+/* aten::unfold_backward */
+typedef struct {
+  int64_t dim; /* wrapped */
+  int64_t size;
+  int64_t step;
+  int64_t compute; /* tpj_dtype_t */
+} tpj_attrs_unfold_backward_t;
+
+/* max_unpool2d / 3d */
+typedef struct {
+  int64_t nsp; /* spatial dims */
+} tpj_attrs_max_unpool_t;
+
+/* ---- upsample (ops/upsample.c, upsample_bicubic.c, upsample_aa.c) ------ */
+
+/* The user's scale factor along one spatial dim. */
+typedef struct {
+  int64_t has_scale;
+  int64_t bits; /* the IEEE-754 bits of the scale (a double) */
+} tpj_attrs_scale_t;
+
+/* F.interpolate's modes in ops/upsample.c */
+typedef enum {
+  TPJ_UPSAMPLE_NEAREST = 0,
+  TPJ_UPSAMPLE_NEAREST_EXACT = 1,
+  TPJ_UPSAMPLE_LINEAR = 2,
+} tpj_upsample_mode_t;
+
+/* upsample_{nearest,linear,bilinear,trilinear}*, _upsample_nearest_exact*
+ * and their backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t mode;    /* tpj_upsample_mode_t */
+  int64_t align_corners;
+  int64_t nsp;                /* spatial dims, 1 to 3 */
+  tpj_attrs_scale_t scales[]; /* one per spatial dim */
+} tpj_attrs_upsample_t;
+
+/* upsample_bicubic2d and its backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t align_corners;
+  tpj_attrs_scale_t scales[2]; /* H, W */
+} tpj_attrs_upsample_bicubic_t;
+
+/* _upsample_{bilinear,bicubic}2d_aa and their backward */
+typedef struct {
+  int64_t compute; /* TPJ_F32 or TPJ_F64 */
+  int64_t bicubic; /* 1: bicubic, 0: bilinear */
+  int64_t align_corners;
+  tpj_attrs_scale_t scales[2]; /* H, W */
+} tpj_attrs_upsample_aa_t;
+
+/* ---- sampling (ops/sampling.c) ------------------------------------------ */
+
+/* grid_sampler's interpolation modes (PyTorch's GridSamplerInterpolation) */
+typedef enum {
+  TPJ_GS_BILINEAR = 0,
+  TPJ_GS_NEAREST = 1,
+  TPJ_GS_BICUBIC = 2,
+} tpj_grid_sample_mode_t;
+
+/* grid_sampler_2d / 3d */
+typedef struct {
+  int64_t compute;       /* TPJ_F32 or TPJ_F64 */
+  int64_t interpolation; /* tpj_grid_sample_mode_t */
+  int64_t padding;       /* 0 zeros, 1 border, 2 reflection */
+  int64_t align_corners;
+} tpj_attrs_grid_sampler_t;
+
+/* grid_sampler_2d_backward / 3d_backward */
+typedef struct {
+  tpj_attrs_grid_sampler_t sampler;
+  int64_t want_input; /* the input's gradient is an output */
+} tpj_attrs_grid_sampler_backward_t;
+
+/* ---- random (ops/random.c) ---------------------------------------------- */
+
+/* aten::random_ (from, range as runtime scalars) */
+typedef struct {
+  /* the random bits drawn: 0 when range < 2^32 (32 bits modulo range, like
+   * CPU), 1 when range < 2^63 (63 bits modulo range), 2 otherwise (64 bits,
+   * less range once when they reach it) */
+  int64_t mode;
+} tpj_attrs_random_t;
+
+/* native_dropout and its backward: tpj_attrs_compute_t. */
+
+/* aten::multinomial */
+typedef struct {
+  int64_t replacement; /* with replacement and more than one sample (the glue's sampling kernel) */
+} tpj_attrs_multinomial_t;
+
+/* ---- fft (ops/fft.c) ---------------------------------------------------- */
+
+/* _fft_c2c, _fft_r2c and _fft_c2r: the three layouts differ in their second
+ * word only. */
+typedef struct {
+  int64_t norm;    /* PyTorch's fft_norm_mode: 0 none, 1 1/sqrt(n), 2 1/n */
+  int64_t forward;
+  int64_t conj;    /* the input is a conjugate view, read as its stored values */
+  int64_t ndims;
+  int64_t dims[];  /* wrapped */
+} tpj_attrs_fft_c2c_t;
+typedef struct {
+  int64_t norm;
+  int64_t onesided;
+  int64_t conj;
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_fft_r2c_t;
+typedef struct {
+  int64_t norm;
+  int64_t last_dim_size;
+  int64_t conj;
+  int64_t ndims;
+  int64_t dims[];
+} tpj_attrs_fft_c2r_t;
+
+/* ---- create (ops/create.c) ---------------------------------------------- */
+
+/* arange (compute: CPU's accumulate type, double for float32, float for
+ * half types, int64 for integers) and linspace (compute: the step's dtype,
+ * double for integer outputs): tpj_attrs_compute_t. */
+
+/* aten::tril_indices, triu_indices */
+typedef struct {
+  int64_t rows;
+  int64_t cols;
+  int64_t offset;
+  int64_t upper; /* triu_indices */
+} tpj_attrs_tri_indices_t;
+
+/* ---- distance (ops/distance.c) ------------------------------------------ */
+
+/* The norm of a p-norm distance, as CPU's kernels dispatch on p */
+typedef enum {
+  TPJ_DIST_ZERO = 0,
+  TPJ_DIST_ONE,
+  TPJ_DIST_TWO,
+  TPJ_DIST_INF,
+  TPJ_DIST_P, /* any other p: a runtime scalar, the last operand */
+} tpj_dist_kind_t;
+
+/* _cdist_forward / _cdist_backward, _pdist_forward / _pdist_backward */
+typedef struct {
+  int64_t compute; /* tpj_dtype_t */
+  int64_t kind;    /* tpj_dist_kind_t */
+} tpj_attrs_dist_t;
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,17 +4,19 @@
 #include <math.h>
 
 #include "hlo/sort.h"
+#include "ops/attrs.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 
-/* arange: in[0] start, in[1] step (0-d); attrs[0] the dtype the values are
- * computed in (CPU's accumulate type: double for float32, float for half
- * types, int64 for integers). out[i] = start + step * i. */
+/* arange: in[0] start, in[1] step (0-d); attrs tpj_attrs_compute_t, the
+ * dtype the values are computed in (CPU's accumulate type: double for
+ * float32, float for half types, int64 for integers). out[i] = start +
+ * step * i. */
 void tpj_lower_arange(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (!tpj_create_need(ctx, 2, 1, "arange")) return;
+  if (!tpj_create_need(ctx, 2, TPJ_ATTRS_WORDS(tpj_attrs_compute_t), "arange")) return;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_compute_t)->compute;
   tpj_hlo_value_t i = tpj_hlo_emit_iota(b, cd, o->dims, o->ndim, 0);
   tpj_hlo_value_t r = tpj_hlo_emit_binary(
       b, "stablehlo.add", tpj_create_scalar(ctx, 0, cd),
@@ -23,14 +25,14 @@ void tpj_lower_arange(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* linspace: in[0] start, in[1] end (0-d, already in the output's dtype, as
- * CPU converts them first); attrs[0] the step's dtype (double for integer
- * outputs). Like CPU, the first half counts up from start and the second
+ * CPU converts them first); attrs tpj_attrs_compute_t, the step's dtype
+ * (double for integer outputs). Like CPU, the first half counts up from start and the second
  * half down from end, so both ends are exact. */
 void tpj_lower_linspace(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (!tpj_create_need(ctx, 2, 1, "linspace")) return;
+  if (!tpj_create_need(ctx, 2, TPJ_ATTRS_WORDS(tpj_attrs_compute_t), "linspace")) return;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_compute_t)->compute;
   int64_t steps = o->dims[0];
   tpj_hlo_value_t s = tpj_create_scalar(ctx, 0, cd), e = tpj_create_scalar(ctx, 1, cd);
   if (steps == 1) {
@@ -72,21 +74,22 @@ void tpj_lower_eye(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 
 /* ---- tril_indices, triu_indices -------------------------------------------- */
 
-/* aten::tril_indices / aten::triu_indices: attrs[0] rows, attrs[1] cols,
- * attrs[2] offset, attrs[3] upper. outs[0] is [2, N] (N counted by the
+/* aten::tril_indices / aten::triu_indices: attrs tpj_attrs_tri_indices_t.
+ * outs[0] is [2, N] (N counted by the
  * glue). The kept (row, col) pairs, in row-major order, are the first N
  * of all pairs sorted with the dropped ones pushed past the end. */
 void tpj_lower_tri_indices(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 0, 4, 1, "tril_indices")) return;
+  if (!tpj_ops_need(ctx, 0, TPJ_ATTRS_WORDS(tpj_attrs_tri_indices_t), 1, "tril_indices")) return;
+  const tpj_attrs_tri_indices_t* at = TPJ_ATTRS(ctx, tpj_attrs_tri_indices_t);
   tpj_hlo_builder_t* b = ctx->b;
-  int64_t rows = ctx->attrs[0], cols = ctx->attrs[1], off = ctx->attrs[2];
+  int64_t rows = at->rows, cols = at->cols, off = at->offset;
   int64_t total = rows * cols, n = ctx->outs[0].dims[1];
   tpj_hlo_value_t lin = tpj_hlo_emit_iota(b, TPJ_I64, &total, 1, 0);
   tpj_hlo_value_t r = tpj_hlo_emit_binary(b, "stablehlo.divide", lin, tpj_ops_i64_like(b, lin, cols));
   tpj_hlo_value_t c = tpj_hlo_emit_binary(b, "stablehlo.remainder", lin, tpj_ops_i64_like(b, lin, cols));
   tpj_hlo_value_t diag = SUB(c, r);
-  tpj_hlo_value_t keep = ctx->attrs[3] ? CMP(diag, tpj_ops_i64_like(b, diag, off), "GE")
-                                       : CMP(diag, tpj_ops_i64_like(b, diag, off), "LE");
+  tpj_hlo_value_t keep = at->upper ? CMP(diag, tpj_ops_i64_like(b, diag, off), "GE")
+                                   : CMP(diag, tpj_ops_i64_like(b, diag, off), "LE");
   tpj_hlo_value_t key = SEL(keep, lin, ADD(lin, tpj_ops_i64_like(b, lin, total)));
   tpj_hlo_value_t sorted_key;
   tpj_hlo_emit_sort(b, &key, 1, 0, 0, &sorted_key);

@@ -2,15 +2,15 @@
  * (torch.cdist) and _pdist_forward / _pdist_backward (F.pdist), computed
  * directly from the differences the way CPU's kernels do (CPU's matmul path
  * for large euclidean inputs is PyTorch's own composite, not these ops).
- * attrs[0] the compute dtype, attrs[1] the norm kind; the general p travels
- * as a runtime scalar (last operand). */
+ * attrs: tpj_attrs_dist_t; the general p travels as a runtime scalar (last
+ * operand). */
+#include "ops/attrs.h"
 #include "ops/window.h"
 
 #define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
 #define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
 #define TPJ_DIV(x, y) tpj_hlo_emit_binary(b, "stablehlo.divide", x, y)
 
-enum { TPJ_DIST_ZERO = 0, TPJ_DIST_ONE, TPJ_DIST_TWO, TPJ_DIST_INF, TPJ_DIST_P };
 
 static int tpj_dist_bad(tpj_op_ctx_t* ctx, const char* op) {
   tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
@@ -68,9 +68,11 @@ static tpj_hlo_value_t tpj_dist_3d(tpj_hlo_builder_t* b, tpj_hlo_value_t x, tpj_
 
 static int tpj_dist_params(tpj_op_ctx_t* ctx, int nin, tpj_dtype_t* cd, int* kind, tpj_hlo_value_t* p,
                            const char* op) {
-  if (ctx->nattrs < 2 || ctx->nin < nin) return tpj_dist_bad(ctx, op);
-  *cd = (tpj_dtype_t)ctx->attrs[0];
-  *kind = (int)ctx->attrs[1];
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_dist_t) || ctx->nin < nin)
+    return tpj_dist_bad(ctx, op);
+  const tpj_attrs_dist_t* at = TPJ_ATTRS(ctx, tpj_attrs_dist_t);
+  *cd = (tpj_dtype_t)at->compute;
+  *kind = (int)at->kind;
   if (*kind == TPJ_DIST_P) {
     if (ctx->nin < nin + 1) return tpj_dist_bad(ctx, op);
     *p = tpj_hlo_emit_convert(ctx->b, ctx->in[nin], *cd);

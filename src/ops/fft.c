@@ -13,10 +13,9 @@
  * only of bin 0 and (even sizes) bin n/2 — those imaginary parts are zeroed
  * here, so an input that is not Hermitian gives CPU's answer too.
  *
- * attrs: [0] normalization, [1] c2c: forward / r2c: onesided / c2r:
- * last_dim_size, [2] the input is to be conjugated (a conjugate view read as
- * its stored values), [3] the number of dims k, [4..4+k) the dims (wrapped). */
+ * attrs: tpj_attrs_fft_c2c_t, tpj_attrs_fft_r2c_t, tpj_attrs_fft_c2r_t. */
 #include "hlo/fft.h"
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 typedef enum { TPJ_FFT_C2C, TPJ_FFT_R2C, TPJ_FFT_C2R } tpj_fft_kind_t;
@@ -77,20 +76,26 @@ static tpj_hlo_value_t tpj_fft_real_edges(tpj_hlo_builder_t* b, tpj_hlo_value_t 
 
 static void tpj_lower_fft(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results, tpj_fft_kind_t kind) {
   tpj_hlo_builder_t* b = ctx->b;
-  if (ctx->nin < 1 || ctx->nattrs < 4 || ctx->nouts < 1 || ctx->attrs[3] < 0 ||
-      ctx->nattrs < 4 + ctx->attrs[3])
+  /* the words the three layouts share, read through c2c's */
+  const tpj_attrs_fft_c2c_t* at = TPJ_ATTRS(ctx, tpj_attrs_fft_c2c_t);
+  int words = TPJ_ATTRS_WORDS(tpj_attrs_fft_c2c_t);
+  if (ctx->nin < 1 || ctx->nattrs < words || ctx->nouts < 1 || at->ndims < 0 ||
+      ctx->nattrs < words + at->ndims)
     goto bad;
   tpj_hlo_value_t x = ctx->in[0];
-  int64_t norm = ctx->attrs[0], arg = ctx->attrs[1];
-  int n = (int)ctx->attrs[3];
-  const int64_t* ax = ctx->attrs + 4;
+  int64_t norm = at->norm;
+  int64_t arg = kind == TPJ_FFT_C2C   ? at->forward
+                : kind == TPJ_FFT_R2C ? TPJ_ATTRS(ctx, tpj_attrs_fft_r2c_t)->onesided
+                                      : TPJ_ATTRS(ctx, tpj_attrs_fft_c2r_t)->last_dim_size;
+  int n = (int)at->ndims;
+  const int64_t* ax = at->dims;
   int seen[TPJ_MAX_DIMS] = {0};
   for (int i = 0; i < n; ++i) {
     if (ax[i] < 0 || ax[i] >= x.ndim || seen[ax[i]]) goto bad;
     seen[ax[i]] = 1;
   }
   if (norm < 0 || norm > 2 || (kind != TPJ_FFT_C2C && n < 1)) goto bad;
-  if (ctx->attrs[2])
+  if (at->conj)
     x = tpj_hlo_emit_complex(b, tpj_hlo_emit_real(b, x),
                              tpj_hlo_emit_unary(b, "stablehlo.negate", tpj_hlo_emit_imag(b, x)));
   double signal = 1.0, div = 1.0;

@@ -3,6 +3,7 @@
  * max_unpool2d/3d. Each is a loop over the window's taps of strided slices
  * (gathering) or strided placements (scattering, see ops/window.h). */
 #include "hlo/gather.h"
+#include "ops/attrs.h"
 #include "ops/window.h"
 
 tpj_hlo_value_t tpj_window_append(tpj_hlo_builder_t* b, tpj_hlo_value_t acc,
@@ -18,19 +19,20 @@ static int tpj_fold_bad(tpj_op_ctx_t* ctx, const char* op) {
   return 0;
 }
 
-/* attrs of im2col / col2im: kh, kw, dh, dw, ph, pw, sh, sw (PyTorch's
- * kernel_size, dilation, padding, stride), then compute dtype for col2im. */
+/* The window of im2col / col2im: tpj_attrs_im2col_t, the head of
+ * tpj_attrs_col2im_t. */
 typedef struct {
   int64_t k[2], d[2], p[2], s[2];
 } tpj_fold_t;
 
 static int tpj_fold_params(tpj_op_ctx_t* ctx, int nattrs, tpj_fold_t* f, const char* op) {
   if (ctx->nin < 1 || ctx->nattrs < nattrs || ctx->nouts < 1) return tpj_fold_bad(ctx, op);
+  const tpj_attrs_im2col_t* w = TPJ_ATTRS(ctx, tpj_attrs_im2col_t);
   for (int i = 0; i < 2; ++i) {
-    f->k[i] = ctx->attrs[i];
-    f->d[i] = ctx->attrs[2 + i];
-    f->p[i] = ctx->attrs[4 + i];
-    f->s[i] = ctx->attrs[6 + i];
+    f->k[i] = w->kernel[i];
+    f->d[i] = w->dilation[i];
+    f->p[i] = w->padding[i];
+    f->s[i] = w->stride[i];
     if (f->k[i] < 1 || f->d[i] < 1 || f->s[i] < 1) return tpj_fold_bad(ctx, op);
   }
   return 1;
@@ -46,7 +48,9 @@ static int64_t tpj_fold_blocks(const tpj_fold_t* f, int i, int64_t n) {
 void tpj_lower_im2col(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_fold_t f;
-  if (!tpj_fold_params(ctx, 8, &f, "im2col") || ctx->in[0].ndim < 3) return;
+  if (!tpj_fold_params(ctx, TPJ_ATTRS_WORDS(tpj_attrs_im2col_t), &f, "im2col") ||
+      ctx->in[0].ndim < 3)
+    return;
   tpj_hlo_value_t x = tpj_window_planes(b, ctx->in[0], 2);
   int64_t P = x.dims[0], oh = tpj_fold_blocks(&f, 0, x.dims[1]), ow = tpj_fold_blocks(&f, 1, x.dims[2]);
   int64_t lo[3] = {0, f.p[0], f.p[1]}, hi[3] = {0, f.p[0], f.p[1]};
@@ -71,13 +75,14 @@ void tpj_lower_im2col(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::col2im: in[0] cols (N, C*kh*kw, L) or (C*kh*kw, L); out (N, C, H, W)
- * summing each tap back where im2col read it. attrs[8] compute dtype. */
+ * summing each tap back where im2col read it. attrs tpj_attrs_col2im_t. */
 void tpj_lower_col2im(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_fold_t f;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (!tpj_fold_params(ctx, 9, &f, "col2im") || o->ndim < 3) return;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[8];
+  if (!tpj_fold_params(ctx, TPJ_ATTRS_WORDS(tpj_attrs_col2im_t), &f, "col2im") || o->ndim < 3)
+    return;
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_col2im_t)->compute;
   int64_t H = o->dims[o->ndim - 2], W = o->dims[o->ndim - 1];
   int64_t oh = tpj_fold_blocks(&f, 0, H), ow = tpj_fold_blocks(&f, 1, W), K = f.k[0] * f.k[1];
   int64_t P = 1;
@@ -98,19 +103,20 @@ void tpj_lower_col2im(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::unfold_backward: in[0] grad (the input's dims with dims[dim] = the
- * number of windows, then a last dim of `size`); attrs dim, size, step,
- * compute dtype. Tap k of window w goes back to w*step + k along dim. */
+ * number of windows, then a last dim of `size`); attrs
+ * tpj_attrs_unfold_backward_t. Tap k of window w goes back to w*step + k along dim. */
 void tpj_lower_unfold_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 1 || ctx->nattrs < 4 || ctx->in[0].ndim != o->ndim + 1 || ctx->attrs[0] < 0 ||
-      ctx->attrs[0] >= o->ndim) {
+  const tpj_attrs_unfold_backward_t* at = TPJ_ATTRS(ctx, tpj_attrs_unfold_backward_t);
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_unfold_backward_t) ||
+      ctx->in[0].ndim != o->ndim + 1 || at->dim < 0 || at->dim >= o->ndim) {
     tpj_fold_bad(ctx, "unfold_backward");
     return;
   }
-  int dim = (int)ctx->attrs[0];
-  int64_t size = ctx->attrs[1], step = ctx->attrs[2];
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[3];
+  int dim = (int)at->dim;
+  int64_t size = at->size, step = at->step;
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   int n = o->ndim;
   /* (P, nwin, Q, size) with P the dims before dim and Q those after */
@@ -135,14 +141,16 @@ void tpj_lower_unfold_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* aten::max_unpool2d / 3d: in[0] values, in[1] indices (flat within each
- * output plane, checked by the glue); attrs[0] nsp. CPU writes the values
+ * output plane, checked by the glue); attrs tpj_attrs_max_unpool_t. CPU writes the values
  * in order, so of duplicate indices the last one wins: the winner of each
  * slot is the largest position writing it (a max-scatter of positions),
  * and its value is gathered. */
 void tpj_lower_max_unpool(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  int nsp = ctx->nattrs > 0 ? (int)ctx->attrs[0] : 0;
+  int nsp = ctx->nattrs >= TPJ_ATTRS_WORDS(tpj_attrs_max_unpool_t)
+                ? (int)TPJ_ATTRS(ctx, tpj_attrs_max_unpool_t)->nsp
+                : 0;
   if (ctx->nin < 2 || nsp < 1 || nsp > 3 || o->ndim < nsp + 1) {
     tpj_fold_bad(ctx, "max_unpool");
     return;

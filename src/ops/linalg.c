@@ -1,15 +1,15 @@
 /* ops/linalg: matrix products through dot_general (mm, addmm and the
  * forms that share them, _grouped_mm), linalg_cross and linalg_matrix_exp;
- * the decompositions are in ops/linalg_decomp.c. Products: attrs[0] is the compute
- * dtype (PyTorch requires both operands to share it); for addmm/baddbmm
- * attrs[1] != 0 adds beta * in[0] (in[3] is beta when attrs[2]), and
- * attrs[3] != 0 scales the product by alpha (in[4], or in[3] without beta). */
+ * the decompositions are in ops/linalg_decomp.c. Products compute in the
+ * output's dtype (PyTorch requires both operands to share it); addmm and
+ * baddbmm's attributes are tpj_attrs_addmm_t. */
 #include <math.h>
 
 #include "hlo/gather.h"
 #include "hlo/linalg.h"
 #include "hlo/sort.h"
 #include "hlo/target.h"
+#include "ops/attrs.h"
 #include "ops/lower_util.h"
 #include "ops/ops.h"
 
@@ -38,25 +38,27 @@ void tpj_lower_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 void tpj_lower_addmm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  if (ctx->nin < 3 || ctx->nattrs < 4) {
+  if (ctx->nin < 3 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_addmm_t)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "addmm: bad operands"));
     return;
   }
+  const tpj_attrs_addmm_t* at = TPJ_ATTRS(ctx, tpj_attrs_addmm_t);
   int next = 3;
   tpj_hlo_value_t p = tpj_matmul(b, ctx->in[1], ctx->in[2], o->dtype);
   tpj_hlo_value_t beta = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}}, alpha = beta;
-  if (ctx->attrs[2]) beta = ctx->in[next++];
-  if (ctx->attrs[3]) alpha = ctx->in[next++];
+  if (at->has_beta) beta = ctx->in[next++];
+  if (at->has_alpha) alpha = ctx->in[next++];
   if (ctx->nin < next) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "addmm: missing scalars"));
     return;
   }
-  if (ctx->attrs[3]) p = tpj_hlo_emit_binary(b, "stablehlo.multiply", p,
-                                             tpj_ops_cast_to(b, alpha, o->dtype, o->dims, o->ndim));
-  if (ctx->attrs[1]) {
+  if (at->has_alpha)
+    p = tpj_hlo_emit_binary(b, "stablehlo.multiply", p,
+                            tpj_ops_cast_to(b, alpha, o->dtype, o->dims, o->ndim));
+  if (at->has_bias) {
     /* beta == 0 drops the bias entirely (NaNs in it do not propagate) */
     tpj_hlo_value_t bias = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
-    if (ctx->attrs[2])
+    if (at->has_beta)
       bias = tpj_hlo_emit_binary(b, "stablehlo.multiply", bias,
                                  tpj_ops_cast_to(b, beta, o->dtype, o->dims, o->ndim));
     p = tpj_hlo_emit_binary(b, o->dtype == TPJ_BOOL ? "stablehlo.or" : "stablehlo.add", p, bias);
@@ -69,16 +71,16 @@ void tpj_lower_addmm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 #define MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
 #define CMP(x, y, d) tpj_hlo_emit_compare(b, x, y, d)
 
-/* aten::linalg_cross: attrs[0] dim (wrapped, of the broadcast shape). Both
+/* aten::linalg_cross: attrs tpj_attrs_linalg_cross_t. Both
  * operands go to the output's dtype and dims; component i is
  * a[i+1] * b[i+2] - a[i+2] * b[i+1], as CPU's kernel computes it. */
 void tpj_lower_linalg_cross(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 2, 1, 1, "linalg_cross")) return;
+  if (!tpj_ops_need(ctx, 2, TPJ_ATTRS_WORDS(tpj_attrs_linalg_cross_t), 1, "linalg_cross")) return;
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t x = tpj_ops_cast_to(b, ctx->in[0], o->dtype, o->dims, o->ndim);
   tpj_hlo_value_t y = tpj_ops_cast_to(b, ctx->in[1], o->dtype, o->dims, o->ndim);
-  int dim = (int)ctx->attrs[0];
+  int dim = (int)TPJ_ATTRS(ctx, tpj_attrs_linalg_cross_t)->dim;
   tpj_hlo_value_t c[3];
   for (int i = 0; i < 3; ++i) {
     int j = (i + 1) % 3, k = (i + 2) % 3;
@@ -99,16 +101,17 @@ static tpj_hlo_value_t matmul(tpj_hlo_builder_t* b, tpj_hlo_value_t a, tpj_hlo_v
   return tpj_hlo_emit_dot_general(b, a, c, batch, batch, nb, &ac, &cc, 1, a.dtype);
 }
 
-/* aten::linalg_matrix_exp: attrs[0] the squarings s (the glue picks the
- * smallest with ||A||_1 / 2^s <= 1 over the batch), attrs[1] the compute
- * dtype (the glue sends half types to CPU's kernel). exp(A) = T(A / 2^s)^(2^s), T the degree-18
+/* aten::linalg_matrix_exp: attrs tpj_attrs_matrix_exp_t (the glue sends
+ * half types to CPU's kernel). exp(A) = T(A / 2^s)^(2^s), T the degree-18
  * Taylor polynomial in Horner form: its truncation error at norm 1 is
  * below 1/19!, far under float64's precision. */
 void tpj_lower_matrix_exp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 1, 2, 1, "linalg_matrix_exp")) return;
+  if (!tpj_ops_need(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_matrix_exp_t), 1, "linalg_matrix_exp"))
+    return;
+  const tpj_attrs_matrix_exp_t* at = TPJ_ATTRS(ctx, tpj_attrs_matrix_exp_t);
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[1];
-  int64_t s = ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int64_t s = at->squarings;
   tpj_hlo_value_t a = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   tpj_dtype_t rd = cd == TPJ_C64 ? TPJ_F32 : cd == TPJ_C128 ? TPJ_F64 : cd;
   /* a scalar v of cd shaped like a */
@@ -274,8 +277,8 @@ static tpj_hlo_value_t grouped_mm_loop(tpj_hlo_builder_t* b, int layout, tpj_hlo
   return res[1];
 }
 
-/* aten::_grouped_mm, the layouts MoE layers use. attrs[0] layout, attrs[1]
- * has bias, attrs[2] the accumulation dtype:
+/* aten::_grouped_mm, the layouts MoE layers use. attrs tpj_attrs_grouped_mm_t;
+ * the layouts:
  *   0: a (m, k) x b (g, k, n) with offs (g) int32, the cumulative row counts
  *      of the groups: row i uses b[group(i)]; rows from offs[g-1] on are 0.
  *   1: a (g, m, k) x b (g, k, n): a batched product.
@@ -286,16 +289,18 @@ static tpj_hlo_value_t grouped_mm_loop(tpj_hlo_builder_t* b, int layout, tpj_hlo
  * Layouts 0 and 2 loop over segments (grouped_segments): static shapes
  * whatever the routing, so a compiled graph never depends on it. */
 void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_ops_need(ctx, 2, 3, 0, "_grouped_mm")) return;
+  int words = TPJ_ATTRS_WORDS(tpj_attrs_grouped_mm_t);
+  if (!tpj_ops_need(ctx, 2, words, 0, "_grouped_mm")) return;
+  const tpj_attrs_grouped_mm_t* at = TPJ_ATTRS(ctx, tpj_attrs_grouped_mm_t);
   tpj_hlo_builder_t* b = ctx->b;
-  int layout = (int)ctx->attrs[0], has_bias = (int)ctx->attrs[1];
-  tpj_dtype_t acc = (tpj_dtype_t)ctx->attrs[2];
+  int layout = (int)at->layout, has_bias = (int)at->has_bias;
+  tpj_dtype_t acc = (tpj_dtype_t)at->compute;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t a = ctx->in[0], w = ctx->in[1];
   if (layout == 1) {
     int64_t bat = 0, ac = 2, wc = 1;
     tpj_hlo_value_t r = tpj_hlo_emit_dot_general(b, a, w, &bat, &bat, 1, &ac, &wc, 1, acc);
-    if (has_bias && tpj_ops_need(ctx, 3, 3, 0, "_grouped_mm")) {
+    if (has_bias && tpj_ops_need(ctx, 3, words, 0, "_grouped_mm")) {
       int64_t bd[2] = {0, 2};
       tpj_hlo_value_t bias = tpj_hlo_emit_convert(b, ctx->in[2], acc);
       r = tpj_hlo_emit_binary(b, "stablehlo.add", r,
@@ -304,7 +309,7 @@ void tpj_lower_grouped_mm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     results[0] = tpj_hlo_emit_convert(b, r, o->dtype);
     return;
   }
-  if (!tpj_ops_need(ctx, 3 + has_bias, 3, 0, "_grouped_mm")) return;
+  if (!tpj_ops_need(ctx, 3 + has_bias, words, 0, "_grouped_mm")) return;
   /* XLA:CPU multiplies low-precision operands through a slow path: widen
    * them to the accumulation dtype first (the products of bfloat16 or
    * float16 values are exact in float32, so the result is the same) */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hlo/linalg.h"
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 typedef tpj_hlo_builder_t Bld;
@@ -177,7 +178,8 @@ static void chol_loop(Bld* b, Val a, Val* out_l, Val* out_info) {
  * triangle (LAPACK's 'U'): the lower factor of A^T, transposed. */
 void tpj_lower_linalg_cholesky_ex(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
-  int upper = ctx->nattrs > 0 && ctx->attrs[0];
+  int upper = ctx->nattrs >= TPJ_ATTRS_WORDS(tpj_attrs_cholesky_t) &&
+              TPJ_ATTRS(ctx, tpj_attrs_cholesky_t)->upper;
   Val a = flat3(b, ctx->in[0]);
   if (upper) a = mT(b, a);
   Val l, info;
@@ -195,8 +197,9 @@ void tpj_lower_linalg_solve_triangular(tpj_op_ctx_t* ctx, Val* results) {
   const tpj_rt_shape_t* o = &ctx->outs[0];
   Val a = to_batch(b, ctx->in[0], o->dims, o->ndim, 2);
   Val x = tpj_hlo_emit_broadcast_to(b, ctx->in[1], o->dims, o->ndim);
-  results[0] = tpj_hlo_emit_triangular_solve(b, a, x, (int)ctx->attrs[1], !ctx->attrs[0],
-                                             (int)ctx->attrs[2], 0);
+  const tpj_attrs_solve_triangular_t* at = TPJ_ATTRS(ctx, tpj_attrs_solve_triangular_t);
+  results[0] = tpj_hlo_emit_triangular_solve(b, a, x, (int)at->left, !at->upper,
+                                             (int)at->unitriangular, 0);
 }
 
 /* aten::triangular_solve(b, A, upper, transpose, unitriangular) ->
@@ -206,7 +209,8 @@ void tpj_lower_triangular_solve(tpj_op_ctx_t* ctx, Val* results) {
   const tpj_rt_shape_t* o = &ctx->outs[0];
   Val x = tpj_hlo_emit_broadcast_to(b, ctx->in[0], o->dims, o->ndim);
   Val a = tpj_hlo_emit_broadcast_to(b, ctx->in[1], ctx->outs[1].dims, ctx->outs[1].ndim);
-  results[0] = ts(b, a, x, !ctx->attrs[0], (int)ctx->attrs[2], (int)ctx->attrs[1]);
+  const tpj_attrs_triangular_solve_t* at = TPJ_ATTRS(ctx, tpj_attrs_triangular_solve_t);
+  results[0] = ts(b, a, x, !at->upper, (int)at->unitriangular, (int)at->transpose);
   results[1] = a;
 }
 
@@ -222,7 +226,7 @@ void tpj_lower_cholesky_solve_helper(tpj_op_ctx_t* ctx, Val* results) {
   const tpj_rt_shape_t* o = &ctx->outs[0];
   Val x = tpj_hlo_emit_broadcast_to(b, ctx->in[0], o->dims, o->ndim);
   Val f = to_batch(b, ctx->in[1], o->dims, o->ndim, 2);
-  results[0] = chol_solve(b, f, x, (int)ctx->attrs[0]);
+  results[0] = chol_solve(b, f, x, (int)TPJ_ATTRS(ctx, tpj_attrs_cholesky_t)->upper);
 }
 
 /* aten::cholesky_inverse(factor, upper): solved against I, then the lower
@@ -230,7 +234,8 @@ void tpj_lower_cholesky_solve_helper(tpj_op_ctx_t* ctx, Val* results) {
 void tpj_lower_cholesky_inverse(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
   Val f = flat3(b, ctx->in[0]);
-  Val x = chol_solve(b, f, eye(b, f.dtype, f.dims[0], f.dims[1], f.dims[1]), (int)ctx->attrs[0]);
+  Val x = chol_solve(b, f, eye(b, f.dtype, f.dims[0], f.dims[1], f.dims[1]),
+                     (int)TPJ_ATTRS(ctx, tpj_attrs_cholesky_t)->upper);
   Val r = iota(b, x.dims, 3, 1), c = iota(b, x.dims, 3, 2);
   x = sel(b, cmp(b, r, c, "GE"), x, mT(b, x));
   results[0] = reshape(b, x, ctx->outs[0].dims, ctx->outs[0].ndim);
@@ -430,7 +435,8 @@ static int64_t numel(const tpj_rt_shape_t* o) {
 /* aten::lu_unpack(LU, pivots, unpack_data, unpack_pivots) -> (P, L, U). */
 void tpj_lower_lu_unpack(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
-  int data = (int)ctx->attrs[0], pivots = (int)ctx->attrs[1];
+  const tpj_attrs_lu_unpack_t* at = TPJ_ATTRS(ctx, tpj_attrs_lu_unpack_t);
+  int data = (int)at->unpack_data, pivots = (int)at->unpack_pivots;
   Val lu = flat3(b, ctx->in[0]);
   Val P, L, U;
   Val perm = pivots ? perm_of(b, flat2(b, ctx->in[1]), lu.dims[1]) : lu;
@@ -465,8 +471,9 @@ void tpj_lower_linalg_lu_solve(tpj_op_ctx_t* ctx, Val* results) {
   Val lu = flat3(b, to_batch(b, ctx->in[0], o->dims, o->ndim, 2));
   Val piv = flat2(b, to_batch(b, ctx->in[1], o->dims, o->ndim - 1, 1));
   Val rhs = flat3(b, tpj_hlo_emit_broadcast_to(b, ctx->in[2], o->dims, o->ndim));
-  Val x = lu_solve_side(b, lu, perm_of(b, piv, lu.dims[1]), rhs, (int)ctx->attrs[0],
-                        (int)ctx->attrs[1]);
+  const tpj_attrs_lu_solve_t* at = TPJ_ATTRS(ctx, tpj_attrs_lu_solve_t);
+  Val x = lu_solve_side(b, lu, perm_of(b, piv, lu.dims[1]), rhs, (int)at->left,
+                        (int)at->adjoint);
   results[0] = out_as(b, x, o);
 }
 
@@ -481,13 +488,14 @@ void tpj_lower_linalg_inv_ex(tpj_op_ctx_t* ctx, Val* results) {
   results[1] = out_as(b, info, &ctx->outs[1]);
 }
 
-/* aten::_linalg_solve_ex(A, B; attrs left, vector_case) -> (result, LU,
+/* aten::_linalg_solve_ex(A, B; tpj_attrs_solve_ex_t) -> (result, LU,
  * pivots, info). LU is A's own (not broadcast); it is broadcast to the
  * result's batch dims for the solve. A vector B is a one-column (left) or
  * one-row (right) matrix. */
 void tpj_lower_linalg_solve_ex(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
-  int left = (int)ctx->attrs[0], vec = (int)ctx->attrs[1];
+  const tpj_attrs_solve_ex_t* at = TPJ_ATTRS(ctx, tpj_attrs_solve_ex_t);
+  int left = (int)at->left, vec = (int)at->vector_case;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   const tpj_rt_shape_t* olu = &ctx->outs[1];
   Val lu, piv, info, perm;
@@ -532,12 +540,14 @@ static Val perm_sign(Bld* b, Val piv, tpj_dtype_t dt) {
   return tpj_hlo_emit_convert(b, s, dt);
 }
 
-/* The matrix det/slogdet factor: A, or A^T when attr 0 is set. PyTorch's
- * CPU kernels factor A^T for a contiguous real A (det(A^T) = det(A)) and the
- * backward formulas read the LU they return that way, so ours must match. */
+/* The matrix det/slogdet factor: A, or A^T when transposed is set
+ * (tpj_attrs_det_t; det(A^T) = det(A)). */
 static Val det_input(tpj_op_ctx_t* ctx) {
   Val a = flat3(ctx->b, ctx->in[0]);
-  return ctx->nattrs > 0 && ctx->attrs[0] ? mT(ctx->b, a) : a;
+  return ctx->nattrs >= TPJ_ATTRS_WORDS(tpj_attrs_det_t) &&
+                 TPJ_ATTRS(ctx, tpj_attrs_det_t)->transposed
+             ? mT(ctx->b, a)
+             : a;
 }
 
 /* aten::_linalg_det(A; attr transposed) -> (det, LU, pivots). */
@@ -611,10 +621,10 @@ void tpj_lower_linalg_householder_product(tpj_op_ctx_t* ctx, Val* results) {
   results[0] = out_as(b, householder(b, flat3(b, ctx->in[0]), flat2(b, ctx->in[1])), &ctx->outs[0]);
 }
 
-/* aten::linalg_qr(A, mode; attr 0 reduced, 1 complete, 2 r) -> (Q, R). */
+/* aten::linalg_qr(A, mode; tpj_attrs_qr_t) -> (Q, R). */
 void tpj_lower_linalg_qr(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
-  int mode = (int)ctx->attrs[0];
+  int mode = (int)TPJ_ATTRS(ctx, tpj_attrs_qr_t)->mode;
   Val a, tau;
   Val x = flat3(b, ctx->in[0]);
   int64_t m = x.dims[1], n = x.dims[2], K = m < n ? m : n;
@@ -632,13 +642,13 @@ void tpj_lower_linalg_qr(tpj_op_ctx_t* ctx, Val* results) {
   }
 }
 
-/* aten::_linalg_eigh(A, UPLO, compute_v=False; attr lower) -> (eigenvalues,
+/* aten::_linalg_eigh(A, UPLO, compute_v=False; tpj_attrs_eigh_t) -> (eigenvalues,
  * empty eigenvectors): XLA's Eigh (Jacobi), values sorted ascending. UPLO
  * 'U' reads A's upper triangle: the lower one of A^T. */
 void tpj_lower_linalg_eigvalsh(tpj_op_ctx_t* ctx, Val* results) {
   Bld* b = ctx->b;
   Val a = flat3(b, ctx->in[0]);
-  if (!ctx->attrs[0]) a = mT(b, a);
+  if (!TPJ_ATTRS(ctx, tpj_attrs_eigh_t)->lower) a = mT(b, a);
   Val types[2] = {a, a};
   types[1].ndim = 2;
   Val r[2];

@@ -175,8 +175,6 @@ void tpj_lower_upsample_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 tpj_hlo_value_t tpj_ops_unreduce(tpj_hlo_builder_t* b, tpj_hlo_value_t r, const int64_t* dims,
                                  int ndim, const int64_t* rdims, int nrdims);
 tpj_hlo_value_t tpj_ops_is_nan(tpj_hlo_builder_t* b, tpj_hlo_value_t x);
-/* The order kinds of linalg_vector_norm's attrs[1]. */
-enum { TPJ_NORM_P = 0, TPJ_NORM_ZERO, TPJ_NORM_ONE, TPJ_NORM_TWO, TPJ_NORM_INF, TPJ_NORM_NEG_INF };
 void tpj_lower_sort(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_topk(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);
 void tpj_lower_kthvalue(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results);

@@ -8,6 +8,7 @@
 
 #include "hlo/random.h"
 #include "hlo/sort.h"
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 static int tpj_rand_need(tpj_op_ctx_t* ctx, int nin, int nattrs, int nouts, const char* op) {
@@ -139,12 +140,11 @@ void tpj_lower_bernoulli_tensor(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* in[0] key, in[1] from, in[2] range (0-d int64; range is unsigned, 0
- * meaning 2^64); attrs[0] the mode: 0 when range < 2^32 (32 random bits
- * modulo range, like CPU), 1 when range < 2^63 (63 bits modulo range), 2
- * otherwise (64 bits, less range once when they reach it). The result is
- * from + that, converted to the result's dtype. */
+ * meaning 2^64); attrs tpj_attrs_random_t. The result is from + the
+ * drawn value, converted to the result's dtype. */
 void tpj_lower_random(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_rand_need(ctx, 3, 1, 1, "random_")) return;
+  if (!tpj_rand_need(ctx, 3, TPJ_ATTRS_WORDS(tpj_attrs_random_t), 1, "random_")) return;
+  const tpj_attrs_random_t* at = TPJ_ATTRS(ctx, tpj_attrs_random_t);
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   int64_t n = tpj_rand_numel(o);
@@ -152,7 +152,7 @@ void tpj_lower_random(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t from = tpj_hlo_emit_broadcast_to(b, ctx->in[1], &n, 1);
   tpj_hlo_value_t range = tpj_hlo_emit_broadcast_to(b, ctx->in[2], &n, 1);
   tpj_hlo_value_t v;
-  if (ctx->attrs[0] == 2) {
+  if (at->mode == 2) {
     /* unsigned bits < range, by flipping the sign bits for a signed compare */
     tpj_hlo_value_t sign = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_extreme(b, TPJ_I64, 0), &n, 1);
     tpj_hlo_value_t lt = tpj_hlo_emit_compare(b, tpj_rand_bin(b, "stablehlo.xor", bits, sign),
@@ -160,7 +160,7 @@ void tpj_lower_random(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
     v = tpj_hlo_emit_select(b, lt, bits, tpj_rand_bin(b, "stablehlo.subtract", bits, range));
   } else {
     v = tpj_rand_bin(b, "stablehlo.shift_right_logical", bits,
-                     tpj_rand_fill(b, TPJ_I64, ctx->attrs[0] == 0 ? 32 : 1, &n, 1));
+                     tpj_rand_fill(b, TPJ_I64, at->mode == 0 ? 32 : 1, &n, 1));
     v = tpj_rand_bin(b, "stablehlo.remainder", v, range);
   }
   v = tpj_rand_bin(b, "stablehlo.add", v, from);
@@ -186,13 +186,13 @@ void tpj_lower_exponential(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* in[0] input, in[1] key, in[2] keep probability 1 - p, in[3] scale (0-d,
- * compute dtype; the host computes both in double, as CPU does); attrs[0]
- * the compute dtype. outs are (input * mask * scale, bool mask). */
+ * compute dtype; the host computes both in double, as CPU does); attrs
+ * tpj_attrs_compute_t. outs are (input * mask * scale, bool mask). */
 void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_rand_need(ctx, 4, 1, 2, "native_dropout")) return;
+  if (!tpj_rand_need(ctx, 4, TPJ_ATTRS_WORDS(tpj_attrs_compute_t), 2, "native_dropout")) return;
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_dtype_t cdt = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cdt = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_compute_t)->compute;
   int64_t n = tpj_rand_numel(o);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cdt);
   tpj_hlo_value_t keep_p = tpj_ops_cast_to(b, ctx->in[2], cdt, o->dims, o->ndim);
@@ -211,13 +211,14 @@ void tpj_lower_native_dropout(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[1] = tpj_hlo_emit_convert(b, keep, ctx->outs[1].dtype);
 }
 
-/* in[0] grad, in[1] mask, in[2] scale (0-d, compute dtype); attrs[0] the
- * compute dtype: grad * mask * scale. */
+/* in[0] grad, in[1] mask, in[2] scale (0-d, compute dtype); attrs
+ * tpj_attrs_compute_t: grad * mask * scale. */
 void tpj_lower_native_dropout_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_rand_need(ctx, 3, 1, 1, "native_dropout_backward")) return;
+  if (!tpj_rand_need(ctx, 3, TPJ_ATTRS_WORDS(tpj_attrs_compute_t), 1, "native_dropout_backward"))
+    return;
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_dtype_t cdt = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cdt = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_compute_t)->compute;
   tpj_hlo_value_t g = tpj_ops_cast_to(b, ctx->in[0], cdt, o->dims, o->ndim);
   tpj_hlo_value_t m = tpj_ops_cast_to(b, ctx->in[1], cdt, o->dims, o->ndim);
   tpj_hlo_value_t s = tpj_ops_cast_to(b, ctx->in[2], cdt, o->dims, o->ndim);
@@ -240,8 +241,8 @@ void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 }
 
 /* in[0] probabilities ([C] or [R, C], float; the host has checked them:
- * finite, non-negative, each row's sum positive), in[1] key; attrs[0] 1 to
- * sample with replacement. The result is int64 [n] or [R, n].
+ * finite, non-negative, each row's sum positive), in[1] key; attrs
+ * tpj_attrs_multinomial_t. The result is int64 [n] or [R, n].
  * Without replacement (and for one sample either way) it is CPU's
  * exponential trick: the n largest of p / E with E ~ Exp(1) per category.
  * With replacement each sample is the number of categories whose normalised
@@ -249,7 +250,7 @@ void tpj_lower_randperm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
  * falls in (the cdf ends at exactly 1, so u never passes the last non-zero
  * category). */
 void tpj_lower_multinomial(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
-  if (!tpj_rand_need(ctx, 2, 1, 1, "multinomial")) return;
+  if (!tpj_rand_need(ctx, 2, TPJ_ATTRS_WORDS(tpj_attrs_multinomial_t), 1, "multinomial")) return;
   tpj_hlo_builder_t* b = ctx->b;
   const tpj_rt_shape_t* o = &ctx->outs[0];
   tpj_hlo_value_t p = ctx->in[0];
@@ -260,7 +261,7 @@ void tpj_lower_multinomial(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   p = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, p, cdt), rc, 2);
   int digits = cdt == TPJ_F64 ? 52 : 23;
   tpj_hlo_value_t r;
-  if (!ctx->attrs[0] || n == 1) {
+  if (!TPJ_ATTRS(ctx, tpj_attrs_multinomial_t)->replacement || n == 1) {
     tpj_hlo_value_t u = tpj_rand_uniform(b, ctx->in[1], cdt, digits, 1, rows * c);
     tpj_hlo_value_t e = tpj_hlo_emit_unary(b, "stablehlo.negate",
                                            tpj_hlo_emit_unary(b, "stablehlo.log", u));

@@ -1,12 +1,12 @@
 /* ops/reduction_stats: statistical reductions: var, std, var_mean, std_mean,
- * linalg_vector_norm and logsumexp. Shared attribute layout: attrs[0] the
+ * linalg_vector_norm and logsumexp. Their attribute layouts (tpj_attrs_var_t,
+ * tpj_attrs_logsumexp_t, tpj_attrs_vector_norm_t) share one shape: the
  * compute dtype (float32 for half types, as PyTorch's CPU kernels
- * accumulate), attrs[1] an op-specific flag, attrs[2] the number of reduced
- * dims, attrs[3..] the dims (wrapped, sorted, distinct; every dim when the
- * user named none). Outputs are PyTorch's (ctx->outs); keepdim is a
- * reshape to them. */
+ * accumulate), an op-specific word, then the reduced dims. Outputs are
+ * PyTorch's (ctx->outs); keepdim is a reshape to them. */
 #include <math.h>
 
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 typedef struct {
@@ -15,13 +15,16 @@ typedef struct {
   int64_t count; /* elements per reduced slice */
 } red_t;
 
-static int parse(tpj_op_ctx_t* ctx, int nin, red_t* r, const char* op) {
-  if (ctx->nin < nin || ctx->nattrs < 3 || ctx->nattrs < 3 + ctx->attrs[2]) {
+/* The reduced dims of a layout of `words` words (its tail left out) whose
+ * last word, *ndims, counts the dims that follow it. */
+static int parse(tpj_op_ctx_t* ctx, int nin, int words, const int64_t* ndims, red_t* r,
+                 const char* op) {
+  if (ctx->nin < nin || ctx->nattrs < words || ctx->nattrs < words + *ndims) {
     tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
     return 0;
   }
-  r->ndims = (int)ctx->attrs[2];
-  r->dims = &ctx->attrs[3];
+  r->ndims = (int)*ndims;
+  r->dims = ndims + 1;
   r->count = 1;
   for (int i = 0; i < r->ndims; ++i) r->count *= ctx->in[0].dims[r->dims[i]];
   return 1;
@@ -42,15 +45,15 @@ static tpj_dtype_t real_of(tpj_dtype_t dt) {
 }
 
 /* aten::var.correction, std.correction, var_mean.correction and
- * std_mean.correction: attrs[1] is 1 for std; in[1] is the divisor
- * max(0, N - correction) as a 0-d runtime scalar of the real compute dtype.
+ * std_mean.correction: attrs tpj_attrs_var_t.
  * Two passes (mean, then squared deviations), so large means cost no
  * precision. A second output, when asked for, is the mean. */
 void tpj_lower_var(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   red_t r;
-  if (!parse(ctx, 2, &r, "var")) return;
+  const tpj_attrs_var_t* at = TPJ_ATTRS(ctx, tpj_attrs_var_t);
+  if (!parse(ctx, 2, TPJ_ATTRS_WORDS(tpj_attrs_var_t), &at->ndims, &r, "var")) return;
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0], rd = real_of(cd);
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute, rd = real_of(cd);
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   tpj_hlo_value_t mean = sum(b, x, &r);
   mean = tpj_hlo_emit_binary(b, "stablehlo.divide", mean, fill(b, cd, (double)r.count, &mean));
@@ -68,7 +71,7 @@ void tpj_lower_var(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_value_t div = tpj_hlo_emit_broadcast_to(b, tpj_hlo_emit_convert(b, ctx->in[1], rd),
                                                   s.dims, s.ndim);
   tpj_hlo_value_t v = tpj_hlo_emit_binary(b, "stablehlo.divide", s, div);
-  if (ctx->attrs[1]) v = tpj_hlo_emit_unary(b, "stablehlo.sqrt", v);
+  if (at->is_std) v = tpj_hlo_emit_unary(b, "stablehlo.sqrt", v);
   const tpj_rt_shape_t* o = &ctx->outs[0];
   results[0] = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, v, o->dtype), o->dims, o->ndim);
   if (ctx->nouts > 1) {
@@ -82,9 +85,10 @@ void tpj_lower_var(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
  * PyTorch does) so all -inf gives -inf and +inf gives +inf, not NaN. */
 void tpj_lower_logsumexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   red_t r;
-  if (!parse(ctx, 1, &r, "logsumexp")) return;
+  const tpj_attrs_logsumexp_t* at = TPJ_ATTRS(ctx, tpj_attrs_logsumexp_t);
+  if (!parse(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_logsumexp_t), &at->ndims, &r, "logsumexp")) return;
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   tpj_hlo_value_t m = tpj_hlo_emit_reduce(b, x, tpj_hlo_emit_extreme(b, cd, 0), r.dims, r.ndims,
                                           "stablehlo.maximum");
@@ -101,21 +105,24 @@ void tpj_lower_logsumexp(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   results[0] = tpj_hlo_emit_reshape(b, tpj_hlo_emit_convert(b, v, o->dtype), o->dims, o->ndim);
 }
 
-/* aten::linalg_vector_norm: attrs[1] the order's kind (TPJ_NORM_*); for
- * TPJ_NORM_P, in[1] is p as a 0-d runtime scalar of the compute dtype.
+/* aten::linalg_vector_norm: attrs tpj_attrs_vector_norm_t; for TPJ_NORM_P,
+ * in[1] is p as a 0-d runtime scalar of the compute dtype.
  * |x| is taken before the conversion, so complex inputs work. */
 void tpj_lower_vector_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   red_t r;
-  if (!parse(ctx, 1, &r, "linalg_vector_norm")) return;
+  const tpj_attrs_vector_norm_t* at = TPJ_ATTRS(ctx, tpj_attrs_vector_norm_t);
+  if (!parse(ctx, 1, TPJ_ATTRS_WORDS(tpj_attrs_vector_norm_t), &at->ndims, &r,
+             "linalg_vector_norm"))
+    return;
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
   tpj_hlo_value_t x = ctx->in[0];
   if (tpj_dtype_is_complex(x.dtype))
     x = tpj_hlo_emit_unary_to(b, "stablehlo.abs", x, real_of(x.dtype));
   x = tpj_hlo_emit_convert(b, x, cd);
   if (!tpj_dtype_is_complex(ctx->in[0].dtype)) x = tpj_hlo_emit_unary(b, "stablehlo.abs", x);
   tpj_hlo_value_t v;
-  switch (ctx->attrs[1]) {
+  switch (at->kind) {
     case TPJ_NORM_ZERO:
       v = sum(b, tpj_hlo_emit_convert(b, tpj_hlo_emit_compare(b, x, fill(b, cd, 0.0, &x), "NE"),
                                       cd),
@@ -128,7 +135,7 @@ void tpj_lower_vector_norm(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
       break;
     case TPJ_NORM_INF:
     case TPJ_NORM_NEG_INF: {
-      int hi = ctx->attrs[1] == TPJ_NORM_INF;
+      int hi = at->kind == TPJ_NORM_INF;
       v = tpj_hlo_emit_reduce(b, x, tpj_hlo_emit_extreme(b, cd, !hi), r.dims, r.ndims,
                               hi ? "stablehlo.maximum" : "stablehlo.minimum");
       /* |x| has no -NaN; a NaN anywhere gives NaN, as in PyTorch */

@@ -13,21 +13,19 @@
  * computes the grid's gradient from the same neighbours, times the
  * derivative of the unnormalization and padding, as CPU does.
  *
- * attrs: [0] compute dtype (F32 or F64), [1] interpolation (0 bilinear,
- * 1 nearest, 2 bicubic), [2] padding (0 zeros, 1 border, 2 reflection),
- * [3] align_corners; backward also [4]: whether the input's gradient is
- * wanted. Forward in: input (N, C, *S), grid (N, *O, k). Backward in:
+ * attrs: tpj_attrs_grid_sampler_t (backward: tpj_attrs_grid_sampler_backward_t,
+ * whose head it is). Forward in: input (N, C, *S), grid (N, *O, k). Backward in:
  * grad_output (N, C, *O), input, grid; outs: [grad_input,] grad_grid. */
 #include <string.h>
 
 #include "hlo/gather.h"
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 #define TPJ_ADD(x, y) tpj_hlo_emit_binary(b, "stablehlo.add", x, y)
 #define TPJ_SUB(x, y) tpj_hlo_emit_binary(b, "stablehlo.subtract", x, y)
 #define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
 
-enum { TPJ_GS_BILINEAR = 0, TPJ_GS_NEAREST = 1, TPJ_GS_BICUBIC = 2 };
 enum { TPJ_GS_ZEROS = 0, TPJ_GS_BORDER = 1, TPJ_GS_REFLECTION = 2 };
 
 typedef struct {
@@ -175,16 +173,18 @@ static int tpj_gs_init(tpj_op_ctx_t* ctx, tpj_gs_t* s, tpj_hlo_value_t x, tpj_hl
   memset(s, 0, sizeof *s);
   tpj_hlo_builder_t* b = ctx->b;
   s->b = b;
-  if (ctx->nattrs < 4 || (ctx->attrs[0] != TPJ_F32 && ctx->attrs[0] != TPJ_F64) ||
-      (x.ndim != 4 && x.ndim != 5) || grid.ndim != x.ndim || grid.dims[x.ndim - 1] != x.ndim - 2 ||
-      (ctx->attrs[1] == TPJ_GS_BICUBIC && x.ndim != 4)) {
+  const tpj_attrs_grid_sampler_t* at = TPJ_ATTRS(ctx, tpj_attrs_grid_sampler_t);
+  if (ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_grid_sampler_t) ||
+      (at->compute != TPJ_F32 && at->compute != TPJ_F64) || (x.ndim != 4 && x.ndim != 5) ||
+      grid.ndim != x.ndim || grid.dims[x.ndim - 1] != x.ndim - 2 ||
+      (at->interpolation == TPJ_GS_BICUBIC && x.ndim != 4)) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
     return 0;
   }
-  s->cd = (tpj_dtype_t)ctx->attrs[0];
-  s->mode = (int)ctx->attrs[1];
-  s->pad = (int)ctx->attrs[2];
-  s->align = (int)ctx->attrs[3];
+  s->cd = (tpj_dtype_t)at->compute;
+  s->mode = (int)at->interpolation;
+  s->pad = (int)at->padding;
+  s->align = (int)at->align_corners;
   s->k = x.ndim - 2;
   s->n = x.dims[0];
   s->c = x.dims[1];
@@ -418,11 +418,11 @@ void tpj_lower_grid_sampler(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
 /* aten::grid_sampler_2d_backward / grid_sampler_3d_backward */
 void tpj_lower_grid_sampler_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_gs_t s;
-  if (ctx->nin < 3 || ctx->nattrs < 5 ||
+  if (ctx->nin < 3 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_grid_sampler_backward_t) ||
       !tpj_gs_init(ctx, &s, ctx->in[1], ctx->in[2], "grid_sampler_backward"))
     return;
   tpj_hlo_builder_t* b = s.b;
-  int want_input = (int)ctx->attrs[4];
+  int want_input = (int)TPJ_ATTRS(ctx, tpj_attrs_grid_sampler_backward_t)->want_input;
   if (ctx->nouts != 1 + want_input) {
     tpj_hlo_fail(b, tpj_status_make(TPJ_INTERNAL, "grid_sampler_backward: bad outputs"));
     return;

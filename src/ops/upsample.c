@@ -9,16 +9,13 @@
  * output gradient into its source rows with a scatter-add, so a NaN or inf
  * in one place stays in the places CPU puts it.
  *
- * attrs: [0] compute dtype, [1] mode (TPJ_UPSAMPLE_*), [2] align_corners,
- * [3] nsp, then per spatial dim two entries: has_scale and the IEEE-754 bits
- * of the user's scale factor (a double). The output shape (forward: the
+ * attrs: tpj_attrs_upsample_t. The output shape (forward: the
  * upsampled one; backward: the input's) is ctx->outs[0]. */
 #include <math.h>
 #include <string.h>
 
+#include "ops/attrs.h"
 #include "ops/ops.h"
-
-enum { TPJ_UPSAMPLE_NEAREST = 0, TPJ_UPSAMPLE_NEAREST_EXACT = 1, TPJ_UPSAMPLE_LINEAR = 2 };
 
 typedef struct {
   tpj_dtype_t cd;
@@ -30,17 +27,18 @@ typedef struct {
 } tpj_upsample_t;
 
 static int tpj_upsample_parse(tpj_op_ctx_t* ctx, tpj_upsample_t* p, const char* op) {
-  if (ctx->nin < 1 || ctx->nattrs < 4) goto bad;
-  p->cd = (tpj_dtype_t)ctx->attrs[0];
-  p->mode = (int)ctx->attrs[1];
-  p->align_corners = (int)ctx->attrs[2];
-  p->nsp = (int)ctx->attrs[3];
-  if (p->nsp < 1 || p->nsp > 3 || ctx->nattrs < 4 + 2 * p->nsp) goto bad;
+  const tpj_attrs_upsample_t* at = TPJ_ATTRS(ctx, tpj_attrs_upsample_t);
+  int head = TPJ_ATTRS_WORDS(tpj_attrs_upsample_t), per = TPJ_ATTRS_WORDS(tpj_attrs_scale_t);
+  if (ctx->nin < 1 || ctx->nattrs < head) goto bad;
+  p->cd = (tpj_dtype_t)at->compute;
+  p->mode = (int)at->mode;
+  p->align_corners = (int)at->align_corners;
+  p->nsp = (int)at->nsp;
+  if (p->nsp < 1 || p->nsp > 3 || ctx->nattrs < head + per * p->nsp) goto bad;
   if (ctx->in[0].ndim < p->nsp || ctx->outs[0].ndim != ctx->in[0].ndim) goto bad;
   for (int k = 0; k < p->nsp; ++k) {
-    p->has_scale[k] = (int)ctx->attrs[4 + 2 * k];
-    int64_t bits = ctx->attrs[5 + 2 * k];
-    memcpy(&p->scale[k], &bits, sizeof bits);
+    p->has_scale[k] = (int)at->scales[k].has_scale;
+    memcpy(&p->scale[k], &at->scales[k].bits, sizeof(double));
   }
   return 1;
 bad:

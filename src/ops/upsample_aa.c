@@ -15,14 +15,13 @@
  * untouched, as CPU's separable kernel does. The backward gathers, for each
  * input position, the outputs whose windows hold it (the transposed taps).
  *
- * attrs: [0] compute dtype (F32 or F64), [1] 1 for bicubic, [2]
- * align_corners, then for H and W: has_scale and the IEEE-754 bits of the
- * user's scale factor. outs[0] is the result (forward: the resized shape;
+ * attrs: tpj_attrs_upsample_aa_t. outs[0] is the result (forward: the resized shape;
  * backward: the input's shape). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "hlo/sampling.h"
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 #define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
@@ -203,17 +202,19 @@ static tpj_hlo_value_t tpj_aa_apply(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int
 }
 
 static int tpj_aa_parse(tpj_op_ctx_t* ctx, tpj_aa_t* p, const char* op) {
-  if (ctx->nin < 1 || ctx->nattrs < 7 || ctx->in[0].ndim != 4 || ctx->outs[0].ndim != 4 ||
-      (ctx->attrs[0] != TPJ_F32 && ctx->attrs[0] != TPJ_F64)) {
+  const tpj_attrs_upsample_aa_t* at = TPJ_ATTRS(ctx, tpj_attrs_upsample_aa_t);
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_upsample_aa_t) ||
+      ctx->in[0].ndim != 4 || ctx->outs[0].ndim != 4 ||
+      (at->compute != TPJ_F32 && at->compute != TPJ_F64)) {
     tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
     return 0;
   }
-  p->f32 = ctx->attrs[0] == TPJ_F32;
-  p->bicubic = (int)ctx->attrs[1];
-  p->align = (int)ctx->attrs[2];
+  p->f32 = at->compute == TPJ_F32;
+  p->bicubic = (int)at->bicubic;
+  p->align = (int)at->align_corners;
   for (int k = 0; k < 2; ++k) {
-    p->has_scale[k] = (int)ctx->attrs[3 + 2 * k];
-    memcpy(&p->scale[k], &ctx->attrs[4 + 2 * k], sizeof(double));
+    p->has_scale[k] = (int)at->scales[k].has_scale;
+    memcpy(&p->scale[k], &at->scales[k].bits, sizeof(double));
   }
   return 1;
 }
@@ -223,7 +224,8 @@ void tpj_lower_upsample_aa(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   tpj_aa_t p;
   if (!tpj_aa_parse(ctx, &p, "_upsample_aa")) return;
-  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[0]);
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_upsample_aa_t)->compute;
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   for (int d = 3; d >= 2 && tpj_hlo_ok(b); --d) {
     int64_t in = x.dims[d], out = ctx->outs[0].dims[d];
     if (in == out) continue; /* CPU leaves an unchanged axis alone */
@@ -246,7 +248,8 @@ void tpj_lower_upsample_aa_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results)
   tpj_hlo_builder_t* b = ctx->b;
   tpj_aa_t p;
   if (!tpj_aa_parse(ctx, &p, "_upsample_aa_backward")) return;
-  tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[0]);
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_upsample_aa_t)->compute;
+  tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   for (int d = 2; d <= 3 && tpj_hlo_ok(b); ++d) {
     int64_t in = ctx->outs[0].dims[d], out = g.dims[d];
     tpj_aa_taps_t f = {0}, t = {0};

@@ -5,10 +5,10 @@
  * computed in the compute dtype from an iota with CPU's formulas
  * (area_pixel_compute_source_index, guard_index_and_lambda). The backward
  * adds each weighted gradient into its neighbour rows with a scatter-add.
- * attrs: [0] compute dtype, [1] align_corners, then per spatial dim (H, W)
- * has_scale and the IEEE-754 bits of the user's scale factor (a double). */
+ * attrs: tpj_attrs_upsample_bicubic_t. */
 #include <string.h>
 
+#include "ops/attrs.h"
 #include "ops/ops.h"
 
 #define TPJ_MUL(x, y) tpj_hlo_emit_binary(b, "stablehlo.multiply", x, y)
@@ -56,12 +56,12 @@ static tpj_hlo_value_t tpj_cubic2(tpj_hlo_builder_t* b, tpj_hlo_value_t x, int64
 /* The 4 taps of each of the out positions over in rows along dim k. */
 static tpj_cubic_taps_t tpj_cubic_taps(tpj_op_ctx_t* ctx, int k, int64_t in, int64_t out) {
   tpj_hlo_builder_t* b = ctx->b;
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
-  int align = (int)ctx->attrs[1];
+  const tpj_attrs_upsample_bicubic_t* at = TPJ_ATTRS(ctx, tpj_attrs_upsample_bicubic_t);
+  tpj_dtype_t cd = (tpj_dtype_t)at->compute;
+  int align = (int)at->align_corners;
   double user;
-  int64_t bits = ctx->attrs[3 + 2 * k];
-  memcpy(&user, &bits, sizeof user);
-  double scale = tpj_cubic_scale(cd, align, (int)ctx->attrs[2 + 2 * k], user, in, out);
+  memcpy(&user, &at->scales[k].bits, sizeof user);
+  double scale = tpj_cubic_scale(cd, align, (int)at->scales[k].has_scale, user, in, out);
   tpj_hlo_value_t i = tpj_hlo_emit_iota(b, cd, &out, 1, 0);
   tpj_hlo_value_t real = align ? TPJ_MUL(tpj_cubic_c(b, cd, scale, out), i)
                                : TPJ_SUB(TPJ_MUL(tpj_cubic_c(b, cd, scale, out), TPJ_ADD(i, tpj_cubic_c(b, cd, 0.5, out))),
@@ -90,7 +90,8 @@ static tpj_cubic_taps_t tpj_cubic_taps(tpj_op_ctx_t* ctx, int k, int64_t in, int
 }
 
 static int tpj_cubic_check(tpj_op_ctx_t* ctx, const char* op) {
-  if (ctx->nin < 1 || ctx->nattrs < 6 || ctx->in[0].ndim != 4 || ctx->outs[0].ndim != 4) {
+  if (ctx->nin < 1 || ctx->nattrs < TPJ_ATTRS_WORDS(tpj_attrs_upsample_bicubic_t) ||
+      ctx->in[0].ndim != 4 || ctx->outs[0].ndim != 4) {
     tpj_hlo_fail(ctx->b, tpj_status_make(TPJ_INTERNAL, "%s: bad operands", op));
     return 0;
   }
@@ -102,7 +103,8 @@ void tpj_lower_upsample_bicubic(tpj_op_ctx_t* ctx, tpj_hlo_value_t* results) {
   tpj_hlo_builder_t* b = ctx->b;
   if (!tpj_cubic_check(ctx, "upsample_bicubic2d")) return;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], (tpj_dtype_t)ctx->attrs[0]);
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_upsample_bicubic_t)->compute;
+  tpj_hlo_value_t x = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   for (int d = 3; d >= 2 && tpj_hlo_ok(b); --d) {
     tpj_cubic_taps_t t = tpj_cubic_taps(ctx, d - 2, x.dims[d], o->dims[d]);
     tpj_hlo_value_t acc = {-1, 0, TPJ_DTYPE_INVALID, 0, {0}};
@@ -124,7 +126,7 @@ void tpj_lower_upsample_bicubic_backward(tpj_op_ctx_t* ctx, tpj_hlo_value_t* res
   tpj_hlo_builder_t* b = ctx->b;
   if (!tpj_cubic_check(ctx, "upsample_bicubic2d_backward")) return;
   const tpj_rt_shape_t* o = &ctx->outs[0];
-  tpj_dtype_t cd = (tpj_dtype_t)ctx->attrs[0];
+  tpj_dtype_t cd = (tpj_dtype_t)TPJ_ATTRS(ctx, tpj_attrs_upsample_bicubic_t)->compute;
   tpj_hlo_value_t g = tpj_hlo_emit_convert(b, ctx->in[0], cd);
   for (int d = 2; d <= 3 && tpj_hlo_ok(b); ++d) {
     int64_t in = o->dims[d], out = g.dims[d];
