@@ -20,7 +20,7 @@ extern "C" {
 namespace torch_pjrt {
 
 tpj_dtype_t to_tpj_dtype(at::ScalarType t);
-// The ScalarType of a dtype the lowerings compute in (bool .. complex128).
+// The ScalarType of a dtype (complex32's u32 storage reads as uint32).
 at::ScalarType scalar_type_of(tpj_dtype_t t);
 tpj_view_t view_of(const at::Tensor& t);
 tpj_rt_shape_t shape_of(const at::Tensor& t);

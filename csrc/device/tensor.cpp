@@ -61,7 +61,11 @@ at::ScalarType scalar_type_of(tpj_dtype_t t) {
     case TPJ_F64: return at::kDouble;
     case TPJ_C64: return at::kComplexFloat;
     case TPJ_C128: return at::kComplexDouble;
-    default: TORCH_INTERNAL_ASSERT(false, "no compute dtype for ", tpj_dtype_name(t));
+    // storage only (storage_dtypes.cpp): run_op refuses them in its own words
+    case TPJ_U16: return at::kUInt16;
+    case TPJ_U32: return at::kUInt32;
+    case TPJ_U64: return at::kUInt64;
+    default: TORCH_INTERNAL_ASSERT(false, "no ScalarType for ", tpj_dtype_name(t));
   }
 }
 

@@ -212,7 +212,6 @@ struct CallView {
     call.promoted_name = c10::toString(promoted);
     call.value_range = &value_range;
     call.glue = const_cast<c10::IValue*>(v);
-    lists.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       tpj_op_arg_t& a = call.args[i];
       const c10::IValue& x = v[i];
@@ -245,6 +244,7 @@ struct CallView {
         if (s.isIntegral(false)) a.i = s.toLong();
       } else if (x.isIntList()) {
         a.kind = TPJ_ARG_INTS;
+        if (lists.empty()) lists.reserve(n);  // no reallocation: ints point into it
         lists.push_back(x.toIntVector());
         a.n = static_cast<int>(lists.back().size());
         a.ints = lists.back().data();
