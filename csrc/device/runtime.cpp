@@ -80,7 +80,8 @@ void open_locked() {
     tpj_rt_api_version(rt, &major, &minor);
     std::string identity = std::string(tpj_rt_platform_name(rt)) + "|" +
                            tpj_rt_platform_version(rt) + "|" + std::to_string(major) + "." +
-                           std::to_string(minor) + "|" + tpj_rt_plugin_attributes(rt);
+                           std::to_string(minor) + "|" + tpj_rt_plugin_attributes(rt) + "|" +
+                           tpj_rt_compile_options_tag(rt);
     // XLA_FLAGS change what the plugin compiles (fast math, dump paths that
     // a loaded executable would keep using): a different value, other entries.
     if (const char* f = std::getenv("XLA_FLAGS")) identity += std::string("|XLA_FLAGS=") + f;

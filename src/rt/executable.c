@@ -5,6 +5,7 @@
 #include "rt/donate.h"
 #include "rt/track.h"
 #include "rt/reap.h"
+#include "base/strbuf.h"
 #include "rt/internal.h"
 
 #include <pthread.h>
@@ -79,10 +80,69 @@ tpj_status_t tpj_rt_compile_with(tpj_rt_t* rt, const char* mlir, size_t mlir_len
   return tpj_rt_exe_wrap(api, a.executable, out_exe);
 }
 
+void tpj_rt_put_varint(tpj_strbuf_t* sb, uint64_t v) {
+  do {
+    unsigned char c = (unsigned char)(v & 0x7f);
+    v >>= 7;
+    if (v) c |= 0x80;
+    tpj_strbuf_append(sb, (const char*)&c, 1);
+  } while (v);
+}
+
+void tpj_rt_put_message(tpj_strbuf_t* sb, int field, const tpj_strbuf_t* m) {
+  tpj_rt_put_varint(sb, ((uint64_t)field << 3) | 2);
+  tpj_rt_put_varint(sb, m->len);
+  tpj_strbuf_append(sb, m->data, m->len);
+}
+
+static int tpj_rt_platform_is_cpu(const tpj_rt_t* rt) {
+  return rt->platform_name && strcmp(rt->platform_name, "cpu") == 0;
+}
+
+/* One env_option_overrides entry, a bool: { key (1): name, value (2):
+ * OptionOverrideProto { bool_field (2): on } }. */
+static void tpj_rt_put_bool_override(tpj_strbuf_t* opts, const char* name, int on) {
+  tpj_strbuf_t entry, value, key;
+  tpj_strbuf_init(&entry);
+  tpj_strbuf_init(&value);
+  tpj_strbuf_init(&key);
+  tpj_strbuf_append(&key, name, strlen(name));
+  tpj_rt_put_message(&entry, 1, &key);
+  tpj_rt_put_varint(&value, 2 << 3);
+  tpj_rt_put_varint(&value, on ? 1 : 0);
+  tpj_rt_put_message(&entry, 2, &value);
+  tpj_rt_put_message(opts, 7, &entry);
+  tpj_strbuf_free(&entry);
+  tpj_strbuf_free(&value);
+  tpj_strbuf_free(&key);
+}
+
+/* XLA's CPU backend runs dots through XNNPACK, whose runtime keeps what it
+ * packed from an argument while that argument's address stays the same. An
+ * eager tensor's buffer is often a new value at an old address (a freed
+ * buffer reused, an in-place write into a donated one): a matmul then read
+ * the weights of an earlier call (measured with the xla-cpu-pjrt 0.0.1
+ * plugin on an AVX2 host: a linear layer's input gradient from the weight
+ * before the optimizer step; tests/python/test_eager_regressions.py). Every
+ * program this client compiles turns XNNPACK off (XLA's own dot emitter). */
+void tpj_rt_put_overrides(const tpj_rt_t* rt, tpj_strbuf_t* opts) {
+  if (tpj_rt_platform_is_cpu(rt)) tpj_rt_put_bool_override(opts, "xla_cpu_use_xnnpack", 0);
+}
+
+const char* tpj_rt_compile_options_tag(const tpj_rt_t* rt) {
+  return tpj_rt_platform_is_cpu(rt) ? "xnnpack=off" : "";
+}
+
 tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
                             tpj_rt_exe_t** out_exe) {
-  return tpj_rt_compile_with(rt, mlir, mlir_len, kCompileOptions, sizeof(kCompileOptions),
-                             out_exe);
+  tpj_strbuf_t opts;
+  tpj_strbuf_init(&opts);
+  tpj_strbuf_append(&opts, kCompileOptions, sizeof(kCompileOptions));
+  tpj_rt_put_overrides(rt, &opts);
+  tpj_status_t s = tpj_strbuf_status(&opts);
+  if (!s) s = tpj_rt_compile_with(rt, mlir, mlir_len, opts.data, opts.len, out_exe);
+  tpj_strbuf_free(&opts);
+  return s;
 }
 
 tpj_status_t tpj_rt_exe_serialize(tpj_rt_t* rt, const tpj_rt_exe_t* exe, char** out_bytes,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pjrt_c_api.h"
+#include "base/strbuf.h"
 #include "rt/rt.h"
 #include "rt/track.h"
 
@@ -109,6 +110,14 @@ tpj_status_t tpj_rt_exe_wrap(const PJRT_Api* api, PJRT_LoadedExecutable* loaded,
 /* Compiles StableHLO text with a serialized xla.CompileOptionsProto. */
 tpj_status_t tpj_rt_compile_with(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
                                  const char* options, size_t options_len, tpj_rt_exe_t** out_exe);
+/* Protobuf wire helpers for the hand-written xla.CompileOptionsProto: a
+ * varint, and a length-delimited field (tag, length, bytes). */
+void tpj_rt_put_varint(tpj_strbuf_t* sb, uint64_t v);
+void tpj_rt_put_message(tpj_strbuf_t* sb, int field, const tpj_strbuf_t* m);
+/* Appends the plugin's option overrides (CompileOptionsProto field 7,
+ * env_option_overrides) that every compile of this client carries; nothing
+ * on a plugin that needs none. */
+void tpj_rt_put_overrides(const tpj_rt_t* rt, tpj_strbuf_t* opts);
 /* Keeps a launch's completion event as pending work on device and stream. */
 tpj_status_t tpj_rt_remember(tpj_rt_t* rt, PJRT_Event* ev, int device, int64_t stream,
                              const char* op, int64_t t_launch);

@@ -9,22 +9,6 @@
 #include "rt/reap.h"
 #include "rt/track.h"
 
-static void tpj_rt_put_varint(tpj_strbuf_t* sb, uint64_t v) {
-  do {
-    unsigned char c = (unsigned char)(v & 0x7f);
-    v >>= 7;
-    if (v) c |= 0x80;
-    tpj_strbuf_append(sb, (const char*)&c, 1);
-  } while (v);
-}
-
-/* A length-delimited field: tag, length, bytes. */
-static void tpj_rt_put_message(tpj_strbuf_t* sb, int field, const tpj_strbuf_t* m) {
-  tpj_rt_put_varint(sb, ((uint64_t)field << 3) | 2);
-  tpj_rt_put_varint(sb, m->len);
-  tpj_strbuf_append(sb, m->data, m->len);
-}
-
 tpj_status_t tpj_rt_compile_replicated(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
                                        const int* devices, int n, tpj_rt_exe_t** out_exe) {
   *out_exe = NULL;
@@ -54,6 +38,7 @@ tpj_status_t tpj_rt_compile_replicated(tpj_rt_t* rt, const char* mlir, size_t ml
   tpj_rt_put_varint(&build, 1);
   tpj_rt_put_message(&build, 9, &assign);
   tpj_rt_put_message(&opts, 3, &build);
+  tpj_rt_put_overrides(rt, &opts);
   tpj_status_t s = tpj_strbuf_status(&opts);
   if (!s) s = tpj_rt_compile_with(rt, mlir, mlir_len, opts.data, opts.len, out_exe);
   tpj_strbuf_free(&ids);

@@ -106,6 +106,10 @@ void tpj_rt_transfer_bytes(int64_t* out_h2d, int64_t* out_d2h);
  * executable). *out_exe is owned by the caller (tpj_rt_exe_release). */
 tpj_status_t tpj_rt_compile(tpj_rt_t* rt, const char* mlir, size_t mlir_len,
                             tpj_rt_exe_t** out_exe);
+/* What this client's compile options add to the plugin's defaults, as text
+ * for the on-disk cache's identity ("" when nothing): an executable compiled
+ * under other options is another entry. */
+const char* tpj_rt_compile_options_tag(const tpj_rt_t* rt);
 /* The executable's bytes for the on-disk cache (*out_bytes malloc'd, owned by
  * the caller); TPJ_UNIMPLEMENTED where the plugin cannot. */
 tpj_status_t tpj_rt_exe_serialize(tpj_rt_t* rt, const tpj_rt_exe_t* exe, char** out_bytes,

@@ -399,3 +399,31 @@ def test_a_loop_of_whole_tensor_updates_holds_one_storage():
     torch.tpu.synchronize()
     assert torch.tpu.max_memory_reserved() - reserved < 4 * (1 << 20) // 2
     assert x[0, 0].item() == 2047.0
+
+
+@pytest.mark.parametrize("update", ["add_", "mul_", "copy_"])
+def test_a_matmul_after_an_in_place_update_reads_the_new_values(update):
+    # A donated in-place write leaves the new values at the old address. The
+    # CPU plugin's XNNPACK dots kept what they had packed from an argument
+    # while its address stayed the same, so the second product used the
+    # weight before the update (rows >= 32; the optimizer step then the
+    # backward of a linear layer). Our compile options turn XNNPACK off.
+    g = torch.Generator().manual_seed(0)
+    w_cpu, x_cpu = torch.randn(2048, 256, generator=g), torch.randn(64, 2048, generator=g)
+    w, x = w_cpu.to("tpu"), x_cpu.to("tpu")
+    first = torch.mm(x, w).cpu()
+    before = donated()
+    if update == "add_":
+        w.add_(torch.ones(2048, 256, device="tpu"))
+        w_cpu.add_(1)
+    elif update == "mul_":
+        w.mul_(2)
+        w_cpu.mul_(2)
+    else:
+        w.copy_(w * 3)
+        w_cpu.copy_(w_cpu * 3)
+    if update != "copy_":
+        assert donated() == before + 1  # the case this test is about
+    second = torch.mm(x, w).cpu()
+    torch.testing.assert_close(second, x_cpu @ w_cpu, rtol=1e-4, atol=1e-3)
+    assert not torch.equal(first, second)
