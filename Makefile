@@ -21,7 +21,7 @@ CORE_SRC := $(sort $(wildcard src/*/*.c))
 CORE_OBJ := $(patsubst src/%.c,build/obj/%.o,$(CORE_SRC))
 CTEST_SRC := $(sort $(wildcard tests/c/*.c))
 
-.PHONY: all setup lib ctest pytest test demo bench clean coverage vllm titan
+.PHONY: all setup lib ctest pytest test demo bench clean coverage vllm titan ray
 
 all: lib
 
@@ -73,6 +73,14 @@ titan: setup $(VENV)/.stamp-titan
 
 # The core needs only pjrt_c_api.h: from the venv's xla-cpu-pjrt wheel, unless
 # PJRT_INCLUDE names a folder (setup.py does; so do machines without the venv).
+# Ray for tpu devices as a Ray resource (torch_pjrt.ray, tests/python/ray):
+# a pinned list installed without dependency resolution, as vLLM's is.
+$(VENV)/.stamp-ray: requirements-ray.txt $(VENV)/.stamp-deps
+	$(PIP) install -q --no-deps -r requirements-ray.txt
+	touch $@
+
+ray: setup $(VENV)/.stamp-ray
+
 HEADER_DEP := $(if $(filter command line environment,$(origin PJRT_INCLUDE)),,$(VENV)/.stamp-deps)
 
 build/obj/%.o: src/%.c $(wildcard src/*/*.h) | $(HEADER_DEP)
@@ -98,7 +106,7 @@ pytest: setup
 	$(PY) -m pytest -q tests/python
 	$(PY) -m pytest -q -p no:cacheprovider tests/opinfo -k errors_match_cpu
 
-test: setup vllm titan ctest pytest
+test: setup vllm titan ray ctest pytest
 
 demo: setup
 	$(PY) examples/demo.py

@@ -19,4 +19,10 @@ struct CreateOption {
 // Must be called before the runtime opens (first tpu use).
 void set_create_options(std::vector<CreateOption> options);
 
+// The plugin's devices this process sees, in that order, as tpu:0..n-1
+// (TORCH_PJRT_VISIBLE_DEVICES, or the devices Ray assigned: see
+// python/torch_pjrt/_plugin.py); `setting` is the text the error names.
+// Unset (the default): all of them. Before the runtime opens.
+void set_visible_devices(std::vector<int> visible, std::string setting);
+
 }  // namespace torch_pjrt

@@ -137,6 +137,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     }
     tp::set_create_options(std::move(out));
   });
+  m.def("_set_visible_devices", &tp::set_visible_devices, py::arg("visible"), py::arg("setting"));
   m.def("_set_cache_dir", &tp::set_cache_dir);
   m.def("_init", [] { tp::rt(); });
   m.def("_is_initialized", &tp::is_initialized);

@@ -21,6 +21,9 @@ std::string g_plugin_path;
 std::string g_config_error = "torch_pjrt was not configured (import torch_pjrt)";
 int g_cpu_devices = 0;
 std::vector<CreateOption> g_create_options;
+bool g_restrict_devices = false;
+std::vector<int> g_visible_devices;
+std::string g_visible_setting;
 tpj_rt_t* g_rt = nullptr;
 // g_rt once opened (it is never closed): every op asks for the runtime, and
 // the mutex it would take otherwise was a visible part of a small op's cost.
@@ -62,6 +65,16 @@ void open_locked() {
     g_open_error = tpj_status_message(s);
     tpj_status_free(s);
     return;
+  }
+  if (g_restrict_devices) {
+    s = tpj_rt_restrict_devices(rt, g_visible_devices.data(),
+                                static_cast<int>(g_visible_devices.size()));
+    if (s) {
+      g_open_error = g_visible_setting + ": " + tpj_status_message(s);
+      tpj_status_free(s);
+      tpj_rt_close(rt);
+      return;
+    }
   }
   const char* blocking = std::getenv("TORCH_PJRT_LAUNCH_BLOCKING");
   tpj_rt_set_launch_blocking(rt, blocking && blocking[0] == '1');
@@ -146,6 +159,14 @@ void configure(const std::string& plugin_path, int cpu_devices, const std::strin
   g_cpu_devices = cpu_devices;
   g_config_error = error;
   g_open_error.clear();
+}
+
+void set_visible_devices(std::vector<int> visible, std::string setting) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  TORCH_CHECK(g_rt == nullptr, "visible devices must be set before the tpu runtime opens");
+  g_restrict_devices = true;
+  g_visible_devices = std::move(visible);
+  g_visible_setting = std::move(setting);
 }
 
 void set_create_options(std::vector<CreateOption> options) {

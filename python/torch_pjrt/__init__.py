@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib as _contextlib
 import os
+import sys
 
 import torch
 
@@ -21,6 +22,14 @@ _PLUGIN = _plugin.find_plugin()
 try:
     _C._set_create_options(_plugin.create_options(_PLUGIN.platform))
     _plugin.cache_size()
+    _visible = _plugin.visible_devices()
+    _setting = f"{_plugin.VISIBLE_DEVICES}={os.environ.get(_plugin.VISIBLE_DEVICES)}"
+    if "ray" in sys.modules:  # a Ray worker given devices: those only (torch_pjrt.ray)
+        from . import ray as _ray
+
+        _visible, _setting = _ray._assigned(_visible)
+    if _visible is not None:
+        _C._set_visible_devices(_visible, _setting)
 except ValueError as _e:
     # A bad setting fails the first tpu use, not `import torch`.
     if not _PLUGIN.error:

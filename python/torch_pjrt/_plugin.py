@@ -154,6 +154,32 @@ def cpu_device_count() -> int:
     return _env_number("TORCH_PJRT_CPU_DEVICES", 1, int, 1, MAX_DEVICES)
 
 
+VISIBLE_DEVICES = "TORCH_PJRT_VISIBLE_DEVICES"
+
+
+def visible_devices() -> list[int] | None:
+    """TORCH_PJRT_VISIBLE_DEVICES: the plugin's devices this process sees, as
+    CUDA_VISIBLE_DEVICES: a comma-separated list of the plugin's device
+    indices, which become tpu:0, tpu:1, ... in that order; empty hides every
+    device; unset (None) shows all. Raises ValueError naming the variable for
+    text that is not such a list (a missing device fails the first tpu use)."""
+    raw = os.environ.get(VISIBLE_DEVICES)
+    if raw is None:
+        return None
+    parts = [p.strip() for p in raw.split(",")]
+    if parts == [""]:
+        return []
+    out = []
+    for p in parts:
+        if not p.isdigit():
+            raise ValueError(f"{VISIBLE_DEVICES}={raw!r} is not a comma-separated list of "
+                             "device indices (for example 0,2)")
+        if int(p) in out:
+            raise ValueError(f"{VISIBLE_DEVICES}={raw!r} names device {int(p)} twice")
+        out.append(int(p))
+    return out
+
+
 def cache_size() -> int:
     """TORCH_PJRT_CACHE_SIZE: executables kept in memory (default 1024). Read
     by the runtime when it opens; checked here, since the runtime took 0, -1

@@ -375,6 +375,46 @@ void tpj_rt_close(tpj_rt_t* rt) {
 }
 
 int tpj_rt_device_count(const tpj_rt_t* rt) { return rt ? rt->ndevices : 0; }
+
+tpj_status_t tpj_rt_restrict_devices(tpj_rt_t* rt, const int* visible, int n) {
+  if (n < 0 || n > rt->ndevices)
+    return tpj_status_make(TPJ_INVALID_ARGUMENT, "%d visible devices named; the plugin has %d",
+                           n, rt->ndevices);
+  unsigned char kept[TPJ_MAX_DEVICES] = {0};
+  for (int i = 0; i < n; ++i) {
+    int d = visible[i];
+    if (d < 0 || d >= rt->ndevices)
+      return tpj_status_make(TPJ_INVALID_ARGUMENT,
+                             "device %d does not exist: the plugin has %d device%s (0-%d)", d,
+                             rt->ndevices, rt->ndevices == 1 ? "" : "s", rt->ndevices - 1);
+    if (kept[d])
+      return tpj_status_make(TPJ_INVALID_ARGUMENT, "device %d is named twice", d);
+    kept[d] = 1;
+  }
+  PJRT_Device* devices[TPJ_MAX_DEVICES];
+  char* kind[TPJ_MAX_DEVICES];
+  char* desc[TPJ_MAX_DEVICES];
+  int64_t id[TPJ_MAX_DEVICES];
+  for (int i = 0; i < n; ++i) {
+    devices[i] = rt->devices[visible[i]];
+    kind[i] = rt->device_kind[visible[i]];
+    desc[i] = rt->device_desc[visible[i]];
+    id[i] = rt->device_id[visible[i]];
+  }
+  for (int d = 0; d < rt->ndevices; ++d) {
+    if (kept[d]) continue;
+    free(rt->device_kind[d]);
+    free(rt->device_desc[d]);
+  }
+  for (int i = 0; i < n; ++i) {
+    rt->devices[i] = devices[i];
+    rt->device_kind[i] = kind[i];
+    rt->device_desc[i] = desc[i];
+    rt->device_id[i] = id[i];
+  }
+  rt->ndevices = n;
+  return NULL;
+}
 const char* tpj_rt_plugin_path(const tpj_rt_t* rt) { return rt->plugin_path; }
 const char* tpj_rt_platform_name(const tpj_rt_t* rt) { return rt->platform_name; }
 const char* tpj_rt_platform_version(const tpj_rt_t* rt) { return rt->platform_version; }

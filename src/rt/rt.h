@@ -47,6 +47,12 @@ tpj_status_t tpj_rt_open(const char* plugin_path, const tpj_rt_options_t* opts,
 void tpj_rt_close(tpj_rt_t* rt);
 
 int tpj_rt_device_count(const tpj_rt_t* rt);
+/* Keeps only the plugin's devices visible[0..n) (indices in the plugin's
+ * order), renumbered 0..n-1 in that order, as CUDA_VISIBLE_DEVICES does.
+ * Call once, right after tpj_rt_open and before any other use. A visible
+ * list naming a device twice or one the plugin does not have is
+ * TPJ_INVALID_ARGUMENT, and rt is unchanged. n = 0 hides every device. */
+tpj_status_t tpj_rt_restrict_devices(tpj_rt_t* rt, const int* visible, int n);
 /* Borrowed strings, valid while rt lives. */
 const char* tpj_rt_plugin_path(const tpj_rt_t* rt);
 const char* tpj_rt_platform_name(const tpj_rt_t* rt);

@@ -391,3 +391,45 @@ TPJ_TEST(rt_buffer_host_memory_is_the_bytes) {
   TPJ_EXPECT(got[7] == 42.0f && got[6] == x[6] && got[8] == x[8]);
   tpj_rt_buffer_release(b);
 }
+
+TPJ_TEST(rt_restrict_devices_keeps_the_named_ones_in_order) {
+  const char* path = getenv("TORCH_PJRT_PLUGIN");
+  TPJ_EXPECT(path != NULL);
+  if (!path) return;
+  tpj_rt_options_t opts = {4};
+  tpj_rt_t* rt = NULL;
+  TPJ_EXPECT_OK(tpj_rt_open(path, &opts, &rt));
+  if (!rt) return;
+  /* refusals leave the client as it was */
+  const int twice[2] = {1, 1}, missing[2] = {0, 4};
+  tpj_status_t s = tpj_rt_restrict_devices(rt, twice, 2);
+  TPJ_EXPECT(tpj_status_code(s) == TPJ_INVALID_ARGUMENT);
+  TPJ_EXPECT_CONTAINS(tpj_status_message(s), "device 1 is named twice");
+  tpj_status_free(s);
+  s = tpj_rt_restrict_devices(rt, missing, 2);
+  TPJ_EXPECT(tpj_status_code(s) == TPJ_INVALID_ARGUMENT);
+  TPJ_EXPECT_CONTAINS(tpj_status_message(s), "device 4 does not exist: the plugin has 4 devices (0-3)");
+  tpj_status_free(s);
+  TPJ_EXPECT(tpj_rt_device_count(rt) == 4);
+  const int keep[2] = {3, 1};
+  TPJ_EXPECT_OK(tpj_rt_restrict_devices(rt, keep, 2));
+  TPJ_EXPECT(tpj_rt_device_count(rt) == 2);
+  TPJ_EXPECT(strcmp(tpj_rt_device_description(rt, 0), "TFRT_CPU_3") == 0);
+  TPJ_EXPECT(strcmp(tpj_rt_device_description(rt, 1), "TFRT_CPU_1") == 0);
+  TPJ_EXPECT_OK(tpj_rt_check_device(rt, 1));
+  s = tpj_rt_check_device(rt, 2);
+  TPJ_EXPECT(tpj_status_code(s) == TPJ_OUT_OF_RANGE);
+  tpj_status_free(s);
+  /* a buffer lands on the renumbered device and reads back */
+  const float host[3] = {1.f, 2.f, 3.f};
+  const int64_t dims[1] = {3};
+  tpj_rt_buffer_t* b = NULL;
+  TPJ_EXPECT_OK(tpj_rt_buffer_from_host(rt, 1, TPJ_F32, dims, 1, host, &b));
+  float back[3] = {0};
+  if (b) {
+    TPJ_EXPECT_OK(tpj_rt_buffer_to_host(rt, b, back, sizeof(back)));
+    tpj_rt_buffer_release(b);
+  }
+  TPJ_EXPECT(back[0] == 1.f && back[2] == 3.f);
+  tpj_rt_close(rt);
+}
