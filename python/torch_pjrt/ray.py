@@ -71,12 +71,15 @@ def _assigned(visible: list[int] | None) -> tuple[list[int] | None, str]:
         w = ray_worker.global_worker
         if w.mode != ray_worker.WORKER_MODE:
             return visible, setting
-        ids = w.core_worker.resource_ids().get(RESOURCE)
+        # in a placement group (Ray Train's workers) the resource is held
+        # under RESOURCE_group_<pg id> names: Ray's own accelerators read
+        # them this way
+        assigned = sorted(int(i) for i in w.get_accelerator_ids_for_accelerator_resource(
+            RESOURCE, f"^{RESOURCE}_group_[0-9A-Za-z]+$"))
     except Exception:  # not a connected Ray worker
         return visible, setting
-    if not ids:
+    if not assigned:
         return visible, setting
-    assigned = sorted({int(i) for i, _ in ids})
     if visible is not None:
         missing = [i for i in assigned if i >= len(visible)]
         if missing:
@@ -84,5 +87,44 @@ def _assigned(visible: list[int] | None) -> tuple[list[int] | None, str]:
                              f"worker only {len(visible)} device(s)")
         assigned = [visible[i] for i in assigned]
     os.environ[_plugin.VISIBLE_DEVICES] = ",".join(map(str, assigned))
+    _install_train_device_manager()
     return assigned, f"the {RESOURCE} devices Ray assigned ({_plugin.VISIBLE_DEVICES}=" \
                      f"{os.environ[_plugin.VISIBLE_DEVICES]})"
+
+
+def _install_train_device_manager() -> None:
+    """Ray Train picks its torch device (get_device(), prepare_model,
+    ACCELERATE_TORCH_DEVICE) through a device manager chosen from Ray's own
+    accelerators, CPU otherwise; in a worker holding tpu devices it gets
+    ours. Ray keeps the chosen manager in a module global, set here before
+    its first use (Ray has no registration for another accelerator kind)."""
+    try:
+        from ray.air._internal import device_manager as dm
+        from ray.air._internal.device_manager.torch_device_manager import TorchDeviceManager
+    except Exception:  # Ray without Train
+        return
+
+    class PjrtTorchDeviceManager(TorchDeviceManager):
+        """tpu devices for Ray Train: the ones this worker sees."""
+
+        def is_available(self) -> bool:
+            import torch
+
+            return torch.tpu.is_available()
+
+        def get_devices(self):
+            import torch
+
+            return [torch.device("tpu", i) for i in range(torch.tpu.device_count())]
+
+        def set_device(self, device) -> None:
+            import torch
+
+            torch.tpu.set_device(device)
+
+        def supports_stream(self) -> bool:
+            return False
+
+    with dm._torch_device_manager_lock:
+        if dm._torch_device_manager is None:
+            dm._torch_device_manager = PjrtTorchDeviceManager()

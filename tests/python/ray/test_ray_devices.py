@@ -21,7 +21,8 @@ pytestmark = pytest.mark.skipif(torch_pjrt.plugin()["platform"] != "cpu",
 def cluster():
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _node_ip_address="127.0.0.1", resources=torch_pjrt.ray.resources())
+             _node_ip_address="127.0.0.1", resources=torch_pjrt.ray.resources(),
+                 runtime_env={"env_vars": {"TORCH_PJRT_FALLBACK": "error"}})
     yield
     ray.shutdown()
 
