@@ -31,8 +31,8 @@ def _batch():
     return torch.randn(BATCH, 16, generator=g), torch.randn(BATCH, 4, generator=g)
 
 
-def _single_process_losses():
-    model, (x, y) = _model(), _batch()
+def _steps(model, x, y, mean=lambda loss: loss):
+    """STEPS of SGD; each step's loss, through `mean` (the ranks' average)."""
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     losses = []
     for _ in range(STEPS):
@@ -40,8 +40,12 @@ def _single_process_losses():
         loss.backward()
         opt.step()
         opt.zero_grad()
-        losses.append(loss.item())
+        losses.append(mean(loss.detach().clone()).item())
     return losses
+
+
+def _single_process_losses():
+    return _steps(_model(), *_batch())
 
 
 def _train_loop(config):
@@ -65,16 +69,12 @@ def _train_loop(config):
     x, y = _batch()
     part = BATCH // world
     x, y = x[rank * part:(rank + 1) * part].to(device), y[rank * part:(rank + 1) * part].to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    losses = []
-    for _ in range(STEPS):
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        mean = loss.detach().clone()
-        dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-        losses.append(mean.item())
+
+    def mean(loss):
+        dist.all_reduce(loss, op=dist.ReduceOp.AVG)
+        return loss
+
+    losses = _steps(model, x, y, mean)
     import json, os
 
     import torch_pjrt
