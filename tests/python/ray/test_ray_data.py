@@ -2,7 +2,6 @@
 map_batches on a pool of two actors holding a tpu device each
 (torch_pjrt.ray.RESOURCE), then a CPU stage; the rows equal the same
 pipeline with the forward on the CPU."""
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import torch_pjrt
 ray = pytest.importorskip("ray", reason="ray is not installed (make ray)")
 pytest.importorskip("ray.data", reason="Ray Data is not installed")
 import torch_pjrt.ray  # noqa: E402
+from _ray_cluster import cluster  # noqa: E402,F401  (the module's Ray node)
 
 pytestmark = pytest.mark.skipif(torch_pjrt.plugin()["platform"] != "cpu",
                                 reason="the suite's two CPU-plugin devices")
@@ -62,18 +62,11 @@ def _run(device, resources):
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 _node_ip_address="127.0.0.1", resources=torch_pjrt.ray.resources(),
-                 runtime_env={"env_vars": {"TORCH_PJRT_FALLBACK": "error"}})
+def data_cluster(cluster):
     ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
 
 
-def test_a_tpu_stage_between_cpu_stages_matches_cpu(cluster):
+def test_a_tpu_stage_between_cpu_stages_matches_cpu(data_cluster):
     on_tpu = _run("tpu", {torch_pjrt.ray.RESOURCE: 1})
     on_cpu = _run("cpu", None)
     assert [r["text"] for r in on_tpu] == TEXTS

@@ -3,7 +3,6 @@ CPU-plugin devices declared with ray.init(resources=torch_pjrt.ray.resources()),
 on a local node bound to 127.0.0.1. An actor or task that asks for devices
 sees exactly the ones Ray assigned (distinct between concurrent holders),
 renumbered from tpu:0, and computes there as on CPU."""
-import sys
 
 import pytest
 import torch
@@ -12,19 +11,10 @@ import torch_pjrt
 
 ray = pytest.importorskip("ray", reason="ray is not installed (make ray)")
 import torch_pjrt.ray  # noqa: E402
+from _ray_cluster import cluster  # noqa: E402,F401  (the module's Ray node)
 
 pytestmark = pytest.mark.skipif(torch_pjrt.plugin()["platform"] != "cpu",
                                 reason="the suite's two CPU-plugin devices")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _node_ip_address="127.0.0.1", resources=torch_pjrt.ray.resources(),
-                 runtime_env={"env_vars": {"TORCH_PJRT_FALLBACK": "error"}})
-    yield
-    ray.shutdown()
 
 
 def _where_and_what(seed):

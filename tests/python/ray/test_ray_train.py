@@ -4,7 +4,6 @@ model with DDP (ray.train.torch.prepare_model) and with FSDP2 (fully_shard
 on a tpu mesh), each worker on its half of the batch. The mean loss per step
 equals one process training on the whole batch on the CPU (1e-4)."""
 import json
-import sys
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ import torch_pjrt
 ray = pytest.importorskip("ray", reason="ray is not installed (make ray)")
 pytest.importorskip("ray.train", reason="Ray Train is not installed")
 import torch_pjrt.ray  # noqa: E402
+from _ray_cluster import cluster  # noqa: E402,F401  (the module's Ray node)
 
 pytestmark = pytest.mark.skipif(torch_pjrt.plugin()["platform"] != "cpu",
                                 reason="the suite's two CPU-plugin devices")
@@ -88,17 +88,6 @@ def _train_loop(config):
     with open(os.path.join(config["out"], f"rank{rank}.json"), "w") as f:
         json.dump(seen, f)
     ray.train.report({"loss": losses[-1]})
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 _node_ip_address="127.0.0.1", resources=torch_pjrt.ray.resources(),
-                 runtime_env={"env_vars": {"TORCH_PJRT_FALLBACK": "error"}})
-    yield
-    ray.shutdown()
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp2"])
