@@ -27,7 +27,7 @@ try:
     if "ray" in sys.modules:  # a Ray worker given devices: those only (torch_pjrt.ray)
         from . import ray as _ray
 
-        _visible, _setting = _ray._assigned(_visible)
+        _visible, _setting = _ray._assigned(_visible, _setting)
     if _visible is not None:
         _C._set_visible_devices(_visible, _setting)
 except ValueError as _e:

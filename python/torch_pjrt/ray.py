@@ -60,11 +60,11 @@ def device_ids() -> list[int]:
     return list(vis) if vis is not None else list(range(torch.tpu.device_count()))
 
 
-def _assigned(visible: list[int] | None) -> tuple[list[int] | None, str]:
+def _assigned(visible: list[int] | None, setting: str) -> tuple[list[int] | None, str]:
     """At load, in a Ray worker holding RESOURCE: the plugin's devices Ray
     assigned (indices into `visible` when the node's TORCH_PJRT_VISIBLE_DEVICES
-    already narrowed them), exported for subprocesses; else `visible`."""
-    setting = f"{_plugin.VISIBLE_DEVICES}={os.environ.get(_plugin.VISIBLE_DEVICES, '')}"
+    already narrowed them), exported for subprocesses, and the text errors
+    name; else (`visible`, `setting`) as given."""
     try:
         from ray._private import worker as ray_worker
 

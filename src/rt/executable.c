@@ -123,7 +123,7 @@ static void tpj_rt_put_bool_override(tpj_strbuf_t* opts, const char* name, int o
  * buffer reused, an in-place write into a donated one): a matmul then read
  * the weights of an earlier call (measured with the xla-cpu-pjrt 0.0.1
  * plugin on an AVX2 host: a linear layer's input gradient from the weight
- * before the optimizer step; tests/python/test_eager_regressions.py). Every
+ * before the optimizer step; test_ops_linalg.py, test_eager_donation.py). Every
  * program this client compiles turns XNNPACK off (XLA's own dot emitter). */
 void tpj_rt_put_overrides(const tpj_rt_t* rt, tpj_strbuf_t* opts) {
   if (tpj_rt_platform_is_cpu(rt)) tpj_rt_put_bool_override(opts, "xla_cpu_use_xnnpack", 0);
